@@ -1,0 +1,41 @@
+# Every target sets up .venv itself (idempotent: a stamp file is rebuilt only when the
+# dependency files change), so `make demo` and `make test` work on a fresh machine.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export PYTHONHASHSEED := 0
+# Ray: no usage stats, quiet dashboard-less local clusters in demos and tests.
+export RAY_USAGE_STATS_ENABLED := 0
+
+.PHONY: venv demo test test-fast lint bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# torch first, pinned: the pin resolves to a CPU wheel here (no multi-GB CUDA download).
+	$(BIN)/pip install -q -c constraints.txt torch==2.13.0
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/sweepgrok launch search_spaces/quickstart.yaml --storage runs --fresh
+	$(BIN)/sweepgrok analyze runs/quickstart --baseline model.norm=none --plots runs/quickstart/plots
+
+lint: $(STAMP)
+	$(BIN)/ruff check sweepgrok tests benchmarks analysis
+	$(BIN)/mypy sweepgrok
+
+test: $(STAMP) lint
+	$(BIN)/pytest -q tests
+
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -m "not slow" tests
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

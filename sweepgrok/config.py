@@ -1,0 +1,395 @@
+"""The typed, frozen config tree of one trial, with YAML load and ``--set`` overrides.
+
+Keys are dotted paths into the tree (``task.p``, ``model.norm``, ...): they are the contract
+between YAML files, the CLI, Ray Tune's flat dicts and the Parquet ``runs/`` columns.
+Every field carries a docstring (``use_attribute_docstrings``) that ``describe_keys`` exposes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+TaskName = Literal["add", "sub", "mul", "div", "s5"]
+Arch = Literal["transformer", "mlp"]
+Norm = Literal["none", "layernorm", "rmsnorm", "sphere"]
+Attention = Literal["softmax", "uniform"]
+Unembed = Literal["auto", "linear", "cosine"]
+Device = Literal["auto", "cpu", "cuda"]
+
+
+class ConfigError(ValueError):
+    """A user mistake in a config, grid or search file; the CLI turns it into exit code 2."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+def is_prime(n: int) -> bool:
+    """Trial division; p is at most a few thousand here."""
+    if n < 2:
+        return False
+    return all(n % k for k in range(2, int(n**0.5) + 1))
+
+
+class TaskConfig(_Section):
+    name: TaskName = "add"
+    """Operation: add, sub, mul, div (a * b^-1 mod p) on Z_p, or s5 (permutation composition)."""
+    p: int = Field(113, ge=2, le=2000)
+    """Modulus for the Z_p tasks (ignored by s5); div needs a prime."""
+    train_fraction: float = Field(0.3, gt=0.0, lt=1.0)
+    """Fraction of the full operation table used for training, in (0, 1)."""
+    data_seed: int = Field(0, ge=0)
+    """Seed of the train/test split (separate from the init seed train.seed)."""
+    split_follows_seed: bool = False
+    """If true, each run draws its split from its train.seed (paper 1), ignoring data_seed."""
+
+    @model_validator(mode="after")
+    def _check(self) -> TaskConfig:
+        if self.name == "div" and not is_prime(self.p):
+            raise ValueError(f"task.p must be prime for task.name=div (got {self.p})")
+        return self
+
+    @property
+    def n_tokens(self) -> int:
+        """Number of operand values: p for Z_p, 120 for S5."""
+        return 120 if self.name == "s5" else self.p
+
+    @property
+    def n_classes(self) -> int:
+        """Output classes (the answer is an operand value)."""
+        return self.n_tokens
+
+
+class ModelConfig(_Section):
+    arch: Arch = "transformer"
+    """transformer (paper 1 model, input [a, b, =]) or mlp (paper 2: embeddings concatenated)."""
+    n_layers: int = Field(1, ge=1, le=64)
+    """Transformer blocks, or hidden layers of the MLP."""
+    d_model: int = Field(128, ge=1)
+    """Residual width of the Transformer; per-operand embedding width of the MLP."""
+    n_heads: int = Field(4, ge=1)
+    """Attention heads (d_head = d_model / n_heads); unused by the MLP."""
+    d_mlp: int = Field(512, ge=1)
+    """Hidden width of the Transformer MLP, and of every MLP hidden layer."""
+    norm: Norm = "none"
+    """Normalization that replaces the stream after embed, attention and MLP: none, layernorm,
+    rmsnorm (learnable gain) or sphere (h / ||h||)."""
+    attention: Attention = "softmax"
+    """softmax attention, or uniform (scores forced to 0: every query averages all positions)."""
+    unembed: Unembed = "auto"
+    """linear, or cosine (logits = temperature * cos(h, w_c)); auto = cosine iff norm is sphere."""
+    temperature: float = Field(10.0, gt=0.0)
+    """tau of the cosine unembedding (multiplies the cosine)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelConfig:
+        if self.arch == "transformer" and self.d_model % self.n_heads:
+            raise ValueError(
+                f"model.d_model ({self.d_model}) must be divisible by model.n_heads "
+                f"({self.n_heads})"
+            )
+        return self
+
+    @property
+    def d_head(self) -> int:
+        """Width of one attention head."""
+        return self.d_model // self.n_heads
+
+    @property
+    def unembed_resolved(self) -> Literal["linear", "cosine"]:
+        """The unembedding actually built (auto resolved against the norm)."""
+        if self.unembed == "auto":
+            return "cosine" if self.norm == "sphere" else "linear"
+        return self.unembed
+
+
+class OptimConfig(_Section):
+    lr: float = Field(1e-3, gt=0.0)
+    """AdamW learning rate (constant after warmup; no schedule)."""
+    weight_decay: float = Field(1.0, ge=0.0)
+    """AdamW decoupled weight decay."""
+    betas: tuple[float, float] = (0.9, 0.98)
+    """AdamW (beta1, beta2)."""
+    eps: float = Field(1e-8, gt=0.0)
+    """AdamW epsilon."""
+    batch_size: int | None = Field(None, ge=1)
+    """Minibatch size; null = full batch (the papers)."""
+    warmup_steps: int = Field(0, ge=0)
+    """Linear learning-rate warmup steps (0 = none, as in both papers)."""
+    decay_all: bool = True
+    """Weight-decay every parameter (the papers' AdamW over model.parameters()); false exempts
+    biases and norm gains."""
+
+    @model_validator(mode="after")
+    def _check(self) -> OptimConfig:
+        if not all(0.0 <= b < 1.0 for b in self.betas):
+            raise ValueError(f"optim.betas must lie in [0, 1) (got {list(self.betas)})")
+        return self
+
+
+class GeomDRConfig(_Section):
+    enabled: bool = False
+    """Add the GeomDR spectral penalty (paper 2) to the task loss."""
+    target_dim: int = Field(32, ge=0)
+    """d*: variance outside the top d* covariance directions is penalized."""
+    start_step: int = Field(2000, ge=0)
+    """t_s: lambda is 0 before this step."""
+    lambda_max: float = Field(0.1, ge=0.0)
+    """Peak weight of the penalty, reached after the cosine ramp."""
+    ramp_steps: int = Field(1000, ge=0)
+    """T_ramp: length of the cosine ramp from 0 to lambda_max (0 = a step)."""
+    subsample: float = Field(1.0, gt=0.0, le=1.0)
+    """Fraction of the batch on which the covariance is estimated (fresh seeded subset per step)."""
+    layers: list[int] | None = None
+    """Indices of hidden representations to regularize; null = all (MLP hidden layers, or the
+    Transformer residual stream at the readout position after each block)."""
+
+
+class GeometryConfig(_Section):
+    enabled: bool = True
+    """Measure D_eff, rho and Fourier concentration at every evaluation."""
+    knn_k: int = Field(10, ge=1)
+    """k of the k-nearest-neighbour distance rho."""
+    sample: int = Field(1024, ge=16)
+    """Training points (seeded subsample) on which D_eff and rho are measured."""
+    collapse_fraction: float = Field(0.5, gt=0.0, lt=1.0)
+    """Collapse onset: first evaluation where D_eff < this fraction of its running maximum."""
+    fourier_top: int = Field(8, ge=1)
+    """How many top frequencies the Fourier concentration counts."""
+
+
+class TrainConfig(_Section):
+    max_steps: int = Field(10_000, ge=1)
+    """Budget in optimizer steps; a run that has not grokked by then is censored."""
+    eval_every: int = Field(200, ge=1)
+    """Evaluate (full train and test set) every this many steps."""
+    early_evals: bool = True
+    """Also evaluate at a few log-spaced steps before the first eval_every."""
+    seed: int = Field(0, ge=0)
+    """Init seed (and minibatch / subsample order); separate from task.data_seed."""
+    seeds: list[int] | None = None
+    """Several init seeds trained in lockstep as one batched model (one run per seed)."""
+    fit_threshold: float = Field(0.99, gt=0.0, le=1.0)
+    """Train accuracy that defines the fit step."""
+    grok_threshold: float = Field(0.99, gt=0.0, le=1.0)
+    """Test accuracy that defines grokking for stopping and status (0.95 and 0.99 are always
+    both recorded)."""
+    stop_after_grok: bool = True
+    """End a run at the first evaluation where it has grokked."""
+    checkpoint_every: int = Field(10, ge=1)
+    """Evaluations between checkpoints (when the caller asks for checkpoints)."""
+    device: Device = "auto"
+    """cpu, cuda, or auto (cuda when available)."""
+    threads: int | None = Field(None, ge=1)
+    """torch intra-op threads for this run; null = leave torch's default."""
+
+    @model_validator(mode="after")
+    def _check(self) -> TrainConfig:
+        if self.seeds is not None and (not self.seeds or len(set(self.seeds)) != len(self.seeds)):
+            raise ValueError(f"train.seeds must be a non-empty list of distinct seeds: {self.seeds}")
+        return self
+
+    @property
+    def seed_list(self) -> list[int]:
+        """The init seeds this config trains (train.seeds, else [train.seed])."""
+        return list(self.seeds) if self.seeds is not None else [self.seed]
+
+
+class Config(_Section):
+    task: TaskConfig = TaskConfig()
+    """The algorithmic task and its split."""
+    model: ModelConfig = ModelConfig()
+    """The network."""
+    optim: OptimConfig = OptimConfig()
+    """The optimizer."""
+    geomdr: GeomDRConfig = GeomDRConfig()
+    """The GeomDR spectral regularizer (paper 2)."""
+    geometry: GeometryConfig = GeometryConfig()
+    """Representation-geometry measurements."""
+    train: TrainConfig = TrainConfig()
+    """Budget, evaluation, seeds and stopping."""
+
+    @model_validator(mode="after")
+    def _check(self) -> Config:
+        if self.geomdr.layers is not None:
+            n = self.model.n_layers
+            bad = [i for i in self.geomdr.layers if not 0 <= i < n]
+            if bad:
+                raise ValueError(f"geomdr.layers {bad} out of range: allowed 0..{n - 1}")
+        return self
+
+    def member(self, seed: int) -> Config:
+        """The single-seed config of one member of a batched run."""
+        return update(self, {"train.seed": seed, "train.seeds": None})
+
+
+SECTIONS: dict[str, type[_Section]] = {
+    "task": TaskConfig,
+    "model": ModelConfig,
+    "optim": OptimConfig,
+    "geomdr": GeomDRConfig,
+    "geometry": GeometryConfig,
+    "train": TrainConfig,
+}
+
+
+def all_keys() -> list[str]:
+    """Every dotted key of the tree, in declaration order."""
+    return [f"{s}.{f}" for s, cls in SECTIONS.items() for f in cls.model_fields]
+
+
+def describe_keys() -> dict[str, str]:
+    """Dotted key -> one-line docstring (for --help, `sweepgrok keys` and the README)."""
+    out = {}
+    for s, cls in SECTIONS.items():
+        for f, info in cls.model_fields.items():
+            out[f"{s}.{f}"] = " ".join((info.description or "").split())
+    return out
+
+
+def allowed_values(key: str) -> str:
+    """A short human description of what a key accepts (for error messages)."""
+    section, _, field = key.partition(".")
+    cls = SECTIONS.get(section)
+    if cls is None or field not in cls.model_fields:
+        return ""
+    ann = cls.model_fields[field].annotation
+    args = getattr(ann, "__args__", None)
+    if args and all(isinstance(a, str) for a in args):
+        return ", ".join(args)
+    return getattr(ann, "__name__", str(ann))
+
+
+def nest(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """{"task.p": 7} -> {"task": {"p": 7}}; rejects keys that are not in the tree."""
+    tree: dict[str, dict[str, Any]] = {}
+    known = set(all_keys())
+    for key, value in flat.items():
+        if key not in known:
+            raise ConfigError(unknown_key_message(key))
+        section, _, field = key.partition(".")
+        tree.setdefault(section, {})[field] = value
+    return tree
+
+
+def unknown_key_message(key: str) -> str:
+    """Name the unknown key and what is allowed in its place."""
+    section, _, _ = key.partition(".")
+    if section in SECTIONS:
+        fields = ", ".join(SECTIONS[section].model_fields)
+        return f"unknown key '{key}': allowed keys in '{section}' are {fields}"
+    return f"unknown key '{key}': keys start with one of {', '.join(SECTIONS)}"
+
+
+def flatten(cfg: Config) -> dict[str, Any]:
+    """Config -> {dotted key: plain value} (tuples become lists)."""
+    out: dict[str, Any] = {}
+    for section in SECTIONS:
+        for field, value in getattr(cfg, section).model_dump().items():
+            out[f"{section}.{field}"] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def _format_errors(err: ValidationError, source: str) -> str:
+    lines = []
+    for e in err.errors():
+        key = ".".join(str(p) for p in e["loc"])
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            lines.append(unknown_key_message(key))
+            continue
+        allowed = allowed_values(key)
+        hint = f" (allowed: {allowed})" if allowed and "Input should be" not in msg else ""
+        got = f", got {e['input']!r}" if "input" in e and not isinstance(e["input"], dict) else ""
+        lines.append(f"{key}: {msg}{hint}{got}" if key else msg)
+    where = f"{source}: " if source else ""
+    return where + "; ".join(lines)
+
+
+def from_tree(tree: Mapping[str, Any], source: str = "") -> Config:
+    """Validate a nested dict into a Config, raising ConfigError with the keys named."""
+    if not isinstance(tree, Mapping):
+        raise ConfigError(f"{source}: a trial config must be a mapping of sections")
+    for section in tree:
+        if section not in SECTIONS:
+            raise ConfigError(f"{source}: {unknown_key_message(str(section) + '.')}".rstrip("."))
+    try:
+        return Config.model_validate(dict(tree))
+    except ValidationError as err:
+        raise ConfigError(_format_errors(err, source)) from None
+
+
+def from_flat(flat: Mapping[str, Any], source: str = "") -> Config:
+    """Validate a flat {dotted key: value} dict (Ray Tune's config) into a Config."""
+    return from_tree(nest(flat), source)
+
+
+def merge(tree: Mapping[str, Any], flat: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a copy of a nested dict with flat dotted overrides applied."""
+    out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in tree.items()}
+    for section, fields in nest(flat).items():
+        base = out.get(section)
+        out[section] = {**(base if isinstance(base, Mapping) else {}), **fields}
+    return out
+
+
+def update(cfg: Config, flat: Mapping[str, Any]) -> Config:
+    """A new Config with dotted overrides applied and validated."""
+    return from_flat({**flatten(cfg), **flat})
+
+
+def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
+    """["train.max_steps=500", "model.norm=sphere"] -> typed flat dict (YAML scalars)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"--set expects key=value (got {item!r})")
+        try:
+            out[key] = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError:
+            out[key] = raw
+    nest(out)  # reject unknown keys early, naming them
+    return out
+
+
+def read_yaml(path: str | Path) -> Any:
+    """Parse a YAML file, turning I/O and syntax errors into ConfigError."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as err:
+        raise ConfigError(f"{p}: cannot read ({err.strerror})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{p}: invalid YAML ({err})") from None
+
+
+def load_config(path: str | Path, overrides: Iterable[str] = ()) -> Config:
+    """Load a trial YAML (sections task/model/optim/geomdr/geometry/train) plus --set overrides."""
+    tree = read_yaml(path) or {}
+    if not isinstance(tree, Mapping):
+        raise ConfigError(f"{path}: a trial config must be a mapping of sections")
+    return from_tree(merge(tree, parse_overrides(overrides)), str(path))
+
+
+def config_hash(cfg: Config) -> str:
+    """Stable 12-hex digest of the flat config (a default run id)."""
+    blob = json.dumps(flatten(cfg), sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def dump_yaml(cfg: Config) -> str:
+    """The config as a trial YAML that load_config reads back to the same Config."""
+    tree = {s: getattr(cfg, s).model_dump(mode="json") for s in SECTIONS}
+    return yaml.safe_dump(tree, sort_keys=False)

@@ -1,0 +1,306 @@
+"""Parquet output of a sweep: schemas declared once, immutable part files, deduplicating readers.
+
+Layout of one sweep folder (``<storage>/<name>/``)::
+
+    runs/      one row per run (run_id, every config key by dotted path, status, fit/grok steps,
+               provenance)
+    metrics/   one row per (run_id, step) evaluation
+    geometry/  long form, one row per (run_id, step, layer)
+
+Every file is written to a temporary name in the same folder and then ``os.replace``d, so a
+reader never sees a half-written part. A retried or resumed run writes new parts; the readers
+keep the last-written row per key (``(run_id, step)``, ``(run_id, step, layer)``, ``run_id``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from sweepgrok.config import SECTIONS
+
+# Part files carry a monotone write order in their name so readers can keep the newest row.
+_PART_FMT = "part-{seq:013d}-{uid}.parquet"
+
+METRICS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("step", pa.int64()),
+        ("train_loss", pa.float64()),
+        ("train_acc", pa.float64()),
+        ("test_loss", pa.float64()),
+        ("test_acc", pa.float64()),
+        ("weight_norm", pa.float64()),
+        ("wall_time", pa.float64()),
+        ("lr", pa.float64()),
+        ("geomdr_lambda", pa.float64()),
+        ("geomdr_loss", pa.float64()),
+        ("deff", pa.float64()),
+        ("rho", pa.float64()),
+        ("fourier_frac", pa.float64()),
+        ("fourier_freqs", pa.string()),
+    ]
+)
+"""metrics/: accuracies are fractions in [0, 1]; wall_time is seconds since the run started;
+deff/rho are those of the last hidden representation (all layers are in geometry/);
+fourier_frac is the energy fraction held by the top frequencies of the token embedding,
+fourier_freqs those frequencies as comma-separated ints (Z_p tasks only, else null)."""
+
+GEOMETRY_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("step", pa.int64()),
+        ("layer", pa.int64()),
+        ("deff", pa.float64()),
+        ("rho", pa.float64()),
+        ("top_eig_frac", pa.float64()),
+    ]
+)
+"""geometry/: per hidden representation; top_eig_frac = mu_1 / sum(mu)."""
+
+RUN_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("run_id", pa.string()),
+    ("sweep", pa.string()),
+    ("status", pa.string()),
+    ("fit_step", pa.int64()),
+    ("grok_step", pa.int64()),
+    ("grok_step_95", pa.int64()),
+    ("grok_step_99", pa.int64()),
+    ("censored", pa.bool_()),
+    ("steps_run", pa.int64()),
+    ("final_train_acc", pa.float64()),
+    ("final_test_acc", pa.float64()),
+    ("peak_test_acc", pa.float64()),
+    ("collapse_step", pa.int64()),
+    ("collapse_to_grok", pa.int64()),
+    ("wall_time", pa.float64()),
+    ("error", pa.string()),
+    ("sweepgrok_version", pa.string()),
+    ("git_commit", pa.string()),
+    ("torch_version", pa.string()),
+    ("ray_version", pa.string()),
+    ("host", pa.string()),
+    ("device", pa.string()),
+    ("node_id", pa.string()),
+    ("trial_id", pa.string()),
+    ("finished_at", pa.string()),
+]
+"""runs/ columns besides the config keys. status is one of STATUSES; grok_step is the grok step
+at train.grok_threshold (null when censored); censored = never grokked within steps_run."""
+
+STATUSES = ("grokked", "completed", "censored", "diverged", "failed")
+"""grokked: stopped at its grok step (train.stop_after_grok); completed: ran its whole budget and
+grokked on the way; censored: did not grok within its budget (or was stopped by a time cap);
+diverged: non-finite loss; failed: raised an error."""
+
+
+def _config_fields() -> list[tuple[str, pa.DataType]]:
+    from sweepgrok.config import Config
+
+    types = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string()}
+    out = []
+    for section, cls in SECTIONS.items():
+        defaults = getattr(Config(), section)
+        for field in cls.model_fields:
+            value = getattr(defaults, field)
+            typ = types.get(type(value), pa.string())
+            if field in ("batch_size", "threads"):
+                typ = pa.int64()
+            out.append((f"{section}.{field}", typ))
+    return out
+
+
+RUNS_SCHEMA = pa.schema(RUN_FIELDS + _config_fields())
+"""runs/: list-valued config keys (optim.betas, train.seeds, geomdr.layers) are stored as their
+JSON text so that every tool can group by them."""
+
+
+def _cell(value: Any, typ: pa.DataType) -> Any:
+    if value is None:
+        return None
+    if pa.types.is_string(typ) and not isinstance(value, str):
+        import json
+
+        return json.dumps(value)
+    return value
+
+
+def to_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    """Rows -> a table with exactly `schema` (missing columns null, unknown keys rejected)."""
+    names = set(schema.names)
+    for row in rows:
+        extra = set(row) - names
+        if extra:
+            raise KeyError(f"columns not in the schema: {sorted(extra)}")
+    cols = {
+        f.name: pa.array([_cell(r.get(f.name), f.type) for r in rows], type=f.type)
+        for f in schema
+    }
+    return pa.table(cols, schema=schema)
+
+
+_seq_lock = threading.Lock()
+_last_seq = 0
+
+
+def _next_seq() -> int:
+    # Nanosecond clock, forced strictly increasing within the process: order of writes.
+    global _last_seq
+    import time
+
+    with _seq_lock:
+        _last_seq = max(_last_seq + 1, time.time_ns())
+        return _last_seq
+
+
+def write_part(folder: Path, table: pa.Table) -> Path:
+    """Write one immutable part: temporary name in the same folder, then atomic rename."""
+    folder.mkdir(parents=True, exist_ok=True)
+    final = folder / _PART_FMT.format(seq=_next_seq(), uid=uuid.uuid4().hex[:8])
+    tmp = folder / f".tmp-{final.name}"
+    pq.write_table(table, tmp)
+    os.replace(tmp, final)
+    return final
+
+
+class Sink(Protocol):
+    """Where the trainer's rows go (a Parquet folder, Ray's reporter, a test list)."""
+
+    def write_metrics(self, rows: Sequence[Mapping[str, Any]]) -> None: ...
+    def write_geometry(self, rows: Sequence[Mapping[str, Any]]) -> None: ...
+    def write_run(self, row: Mapping[str, Any]) -> None: ...
+    def flush(self) -> None: ...
+
+
+class ParquetSink:
+    """Buffers rows and writes part files of the sweep folder layout.
+
+    Metric and geometry rows are flushed every `flush_rows` rows, at `flush()` and with each
+    run row (so a run row is never on disk before its metrics).
+    """
+
+    def __init__(self, sweep_dir: str | Path, flush_rows: int = 2000) -> None:
+        self.root = Path(sweep_dir)
+        self.flush_rows = flush_rows
+        self._metrics: list[Mapping[str, Any]] = []
+        self._geometry: list[Mapping[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def write_metrics(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        with self._lock:
+            self._metrics.extend(rows)
+            full = len(self._metrics) >= self.flush_rows
+        if full:
+            self.flush()
+
+    def write_geometry(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        with self._lock:
+            self._geometry.extend(rows)
+            full = len(self._geometry) >= self.flush_rows
+        if full:
+            self.flush()
+
+    def write_run(self, row: Mapping[str, Any]) -> None:
+        self.flush()
+        write_part(self.root / "runs", to_table([row], RUNS_SCHEMA))
+
+    def flush(self) -> None:
+        with self._lock:
+            metrics, self._metrics = self._metrics, []
+            geometry, self._geometry = self._geometry, []
+        if metrics:
+            write_part(self.root / "metrics", to_table(metrics, METRICS_SCHEMA))
+        if geometry:
+            write_part(self.root / "geometry", to_table(geometry, GEOMETRY_SCHEMA))
+
+
+class ListSink:
+    """In-memory sink for tests and for callers that post-process rows themselves."""
+
+    def __init__(self) -> None:
+        self.metrics: list[dict[str, Any]] = []
+        self.geometry: list[dict[str, Any]] = []
+        self.runs: list[dict[str, Any]] = []
+
+    def write_metrics(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        self.metrics.extend(dict(r) for r in rows)
+
+    def write_geometry(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        self.geometry.extend(dict(r) for r in rows)
+
+    def write_run(self, row: Mapping[str, Any]) -> None:
+        self.runs.append(dict(row))
+
+    def flush(self) -> None:
+        pass
+
+
+KEYS = {"metrics": ["run_id", "step"], "geometry": ["run_id", "step", "layer"], "runs": ["run_id"]}
+SCHEMAS = {"metrics": METRICS_SCHEMA, "geometry": GEOMETRY_SCHEMA, "runs": RUNS_SCHEMA}
+
+
+def _part_files(folder: Path) -> list[Path]:
+    # Name order is write order (see _PART_FMT); temporary files are never read.
+    return sorted(p for p in folder.glob("*.parquet") if not p.name.startswith("."))
+
+
+def read_table(
+    sweep_dirs: str | Path | Iterable[str | Path],
+    kind: str = "metrics",
+    columns: Sequence[str] | None = None,
+) -> pa.Table:
+    """Read `kind` (metrics, geometry, runs) of one or more sweep folders, deduplicated.
+
+    Keeps the last-written row for each key, so a retried, resumed or re-reported run counts
+    once. `columns` projects (the key columns are always read).
+    """
+    if kind not in SCHEMAS:
+        raise ValueError(f"kind must be one of {', '.join(SCHEMAS)} (got {kind!r})")
+    dirs = [sweep_dirs] if isinstance(sweep_dirs, str | Path) else list(sweep_dirs)
+    files = [f for d in dirs for f in _part_files(Path(d) / kind)]
+    schema = SCHEMAS[kind]
+    keys = KEYS[kind]
+    cols = None if columns is None else list(dict.fromkeys([*keys, *columns]))
+    if not files:
+        empty = schema.empty_table()
+        return empty if cols is None else empty.select(cols)
+    # Files are appended in write order; dedupe keeps the last occurrence of each key.
+    table = ds.dataset([str(f) for f in files], schema=schema, format="parquet").to_table(
+        columns=cols
+    )
+    return dedupe(table, keys)
+
+
+def dedupe(table: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """Keep the last row of each key (row order = write order), then sort by key."""
+    if table.num_rows == 0:
+        return table
+    idx = pa.array(range(table.num_rows), type=pa.int64())
+    with_idx = table.append_column("__i", idx)
+    last = with_idx.group_by(list(keys), use_threads=False).aggregate([("__i", "max")])
+    keep = last.column("__i_max")
+    out = table.take(keep)
+    return out.sort_by([(k, "ascending") for k in keys])
+
+
+def read_metrics(sweep_dirs: Any, columns: Sequence[str] | None = None) -> Any:
+    """metrics/ as a pandas DataFrame, one row per (run_id, step)."""
+    return read_table(sweep_dirs, "metrics", columns).to_pandas()
+
+
+def read_runs(sweep_dirs: Any, columns: Sequence[str] | None = None) -> Any:
+    """runs/ as a pandas DataFrame, one row per run_id (its last-written status)."""
+    return read_table(sweep_dirs, "runs", columns).to_pandas()
+
+
+def read_geometry(sweep_dirs: Any, columns: Sequence[str] | None = None) -> Any:
+    """geometry/ as a pandas DataFrame, one row per (run_id, step, layer)."""
+    return read_table(sweep_dirs, "geometry", columns).to_pandas()
