@@ -1,0 +1,250 @@
+"""Pure measurements of representation geometry, and the GeomDR loss with its schedule (paper 2).
+
+Every function takes an optional leading batch shape ``...``: E independent seeds trained in
+lockstep as one batched model give ``z`` of shape ``(E, N, d)`` and results of shape ``(E,)``.
+Nothing here keeps state, syncs with the host or reads a config beyond the values passed in.
+
+Definitions (SCIENCE.md, paper 2 "How to Tame Grokking"):
+
+- Representations of a layer: ``Z`` (N x d). Centre: ``Z~ = Z - mean``. Covariance
+  ``C = Z~^T Z~ / (N - 1)``, eigenvalues ``mu_1 >= ... >= mu_d``.
+- Effective dimension (participation ratio): ``D_eff = (sum mu_i)^2 / sum mu_i^2``. Isotropic
+  data in d dimensions gives ~d; a rank-1 cloud gives 1 (a public snippet computes the
+  reciprocal; the tests pin the direction).
+- Local neighbourhood distance ``rho``: mean Euclidean distance to the k nearest neighbours of
+  the L2-normalized representations.
+- GeomDR loss per layer: ``sum_{j > d*} mu_j`` (variance outside the top d* directions);
+  total ``L = L_task + lambda(t) * sum over regularized layers``.
+- Schedule: ``lambda(t) = 0`` before ``t_s``, then
+  ``lambda_max * (1 - cos(pi * min(1, (t - t_s) / T_ramp))) / 2``.
+- Collapse onset: first evaluation where D_eff falls below a stated fraction of its running max.
+
+Where the paper is silent, the choices made here are written in each function's docstring.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from sweepgrok.config import GeomDRConfig
+
+__all__ = [
+    "collapse_onset",
+    "covariance",
+    "covariance_spectrum",
+    "effective_dimension",
+    "fourier_concentration",
+    "geomdr_lambda",
+    "geomdr_penalty",
+    "knn_distance",
+    "participation_ratio",
+    "subsample_indices",
+]
+
+
+def _centred(z: Tensor) -> Tensor:
+    """``z - mean`` over the sample axis (-2); needs at least two samples for ``/(N-1)``."""
+    if z.dim() < 2:
+        raise ValueError(f"expected z of shape (..., N, d), got {tuple(z.shape)}")
+    if z.shape[-2] < 2:
+        raise ValueError(f"need at least 2 samples to estimate a covariance, got N={z.shape[-2]}")
+    return z - z.mean(dim=-2, keepdim=True)
+
+
+def _small_gram(zc: Tensor) -> Tensor:
+    """The smaller of ``Z~^T Z~`` (d x d) and ``Z~ Z~^T`` (N x N), divided by N-1, symmetrized.
+
+    Both have the same nonzero eigenvalues, so spectra and the GeomDR tail can be taken from
+    whichever is smaller: with a 10% subsample of a 2,800-example batch and d = 512 the N x N
+    form is a 280 x 280 eigenproblem instead of 512 x 512. Symmetrizing removes the rounding
+    asymmetry of the matmul, so eigvalsh (which reads one triangle) sees exactly what it sums.
+    """
+    n, d = zc.shape[-2], zc.shape[-1]
+    g = zc @ zc.mT if n < d else zc.mT @ zc
+    g = g / (n - 1)
+    return (g + g.mT) / 2
+
+
+def covariance(z: Tensor) -> Tensor:
+    """Sample covariance ``C = Z~^T Z~ / (N - 1)`` of ``z`` (..., N, d) -> (..., d, d).
+
+    Rows are samples, columns are features; centred on the per-batch-member mean.
+    """
+    zc = _centred(z)
+    c = zc.mT @ zc / (z.shape[-2] - 1)
+    return (c + c.mT) / 2
+
+
+def covariance_spectrum(z: Tensor) -> Tensor:
+    """Eigenvalues ``mu_1 >= ... >= mu_d`` of the covariance of ``z`` (..., N, d) -> (..., d).
+
+    Clamped at 0: the covariance is positive semi-definite, and the tiny negative values an
+    eigensolver returns for its null space are rounding, not signal. When N < d the spectrum
+    is computed from the N x N Gram matrix (same nonzero eigenvalues, cheaper) and padded with
+    the exact zeros of the null space.
+    """
+    zc = _centred(z)
+    eigs = torch.linalg.eigvalsh(_small_gram(zc)).flip(-1).clamp_min(0.0)
+    pad = z.shape[-1] - eigs.shape[-1]
+    if pad > 0:
+        eigs = torch.cat([eigs, eigs.new_zeros(*eigs.shape[:-1], pad)], dim=-1)
+    return eigs
+
+
+def participation_ratio(eigs: Tensor) -> Tensor:
+    """``(sum mu)^2 / sum mu^2`` over the last axis of ``eigs`` (..., d) -> (...,).
+
+    Scale invariant; d for a flat spectrum, 1 for a single nonzero eigenvalue. The paper does
+    not define the all-zero spectrum (a constant representation); we return 0 there, which
+    reads as "collapsed" and keeps NaN out of the Parquet columns.
+    """
+    s1 = eigs.sum(dim=-1)
+    s2 = eigs.square().sum(dim=-1)
+    safe = torch.where(s2 > 0, s2, torch.ones_like(s2))
+    return torch.where(s2 > 0, s1.square() / safe, torch.zeros_like(s1))
+
+
+def effective_dimension(z: Tensor) -> Tensor:
+    """D_eff of the representations ``z`` (..., N, d) -> (...,): the participation ratio of the
+    covariance spectrum."""
+    return participation_ratio(covariance_spectrum(z))
+
+
+def knn_distance(z: Tensor, k: int) -> Tensor:
+    """rho: mean Euclidean distance to the k nearest neighbours of the L2-normalized rows.
+
+    ``z`` (..., N, d) -> (...,). Each row is divided by its norm (a zero row stays zero), the
+    point itself is excluded from its neighbours, and the mean runs over the k neighbours and
+    then over all N points. The paper is silent on the outer average; we use the plain mean
+    over points. Needs ``1 <= k < N``.
+    """
+    n = z.shape[-2]
+    if not 1 <= k < n:
+        raise ValueError(f"knn_distance needs 1 <= k < N (got k={k}, N={n})")
+    u = torch.nn.functional.normalize(z, dim=-1)
+    flat = u.reshape(-1, n, z.shape[-1])
+    # cdist switches to the matmul form for large N (fast; error ~1e-4 near distance 0 in
+    # float32), which is immaterial for an average over k neighbours.
+    dist = torch.cdist(flat, flat)
+    self_mask = torch.eye(n, dtype=torch.bool, device=z.device)
+    dist = dist.masked_fill(self_mask, math.inf)
+    nearest = dist.topk(k, dim=-1, largest=False).values
+    return nearest.mean(dim=(-2, -1)).reshape(z.shape[:-2])
+
+
+def fourier_concentration(w: Tensor, top: int) -> tuple[Tensor, Tensor]:
+    """Share of the embedding's Fourier energy in its ``top`` strongest frequencies.
+
+    ``w`` (..., p, d) is the token embedding restricted to the p operand tokens (drop the ``=``
+    row before calling). The DFT runs along the vocabulary axis; the energy of frequency k is
+    ``sum_d |W_hat[k]|^2 + |W_hat[p-k]|^2`` (a real embedding's k and p-k are one cosine/sine
+    pair), for k = 1..p//2; k = 0 (the mean over tokens) is ignored. Returns
+    ``(frac (...,), freqs (..., top) int64)``: the energy share of the strongest ``top``
+    frequencies, and those frequencies sorted by energy, strongest first.
+
+    Paper 1 uses the FFT qualitatively; the scalar summary is our choice. ``top`` is capped at
+    p//2 (there are no more frequencies). An embedding with no non-mean energy gives frac 0.
+    The measure is meaningful for Z_p tasks only (token index = group element).
+    """
+    p = w.shape[-2]
+    n_freq = p // 2
+    if n_freq < 1:
+        raise ValueError(f"fourier_concentration needs p >= 2 rows, got {p}")
+    spec = torch.fft.rfft(w.float() if not w.is_floating_point() else w, dim=-2)
+    power = spec.abs().square().sum(dim=-1)[..., 1 : n_freq + 1]  # (..., p//2), k = 1..p//2
+    # rfft keeps k only; its mirror p-k carries equal energy, except the Nyquist k = p/2.
+    pair = torch.full((n_freq,), 2.0, dtype=power.dtype, device=power.device)
+    if p % 2 == 0:
+        pair[-1] = 1.0
+    energy = power * pair
+    vals, idx = energy.topk(min(top, n_freq), dim=-1)
+    total = energy.sum(dim=-1)
+    safe = torch.where(total > 0, total, torch.ones_like(total))
+    frac = torch.where(total > 0, vals.sum(dim=-1) / safe, torch.zeros_like(total))
+    return frac, (idx + 1).to(torch.int64)
+
+
+def geomdr_penalty(z: Tensor, target_dim: int) -> Tensor:
+    """GeomDR loss of one layer: ``sum_{j > d*} mu_j`` of the covariance of ``z`` (..., N, d).
+
+    Returns (...,), differentiable in ``z``. Computed as ``trace(C) - sum_{j <= d*} mu_j``,
+    which equals the tail sum, because:
+
+    - the trace is ``||Z~||_F^2 / (N-1)``: exact, no eigensolver, plain gradient;
+    - only the top d* eigenvalues come from ``eigvalsh``, whose backward is
+      ``V_top V_top^T`` (eigenvectors only, no ``1/(mu_i - mu_j)`` term: that term belongs to
+      the eigenvector gradient, which ``eigvalsh`` never needs). Repeated or zero eigenvalues,
+      even a tie across the d* cut, give a finite gradient (a valid subgradient at a tie);
+    - the eigenproblem is the smaller Gram matrix (N x N when N < d), so a subsample is cheap.
+
+    0 (no gradient) when d* >= d or d* >= N - 1: the covariance has rank <= min(d, N - 1), so
+    the tail is exactly empty. Rounding can make the value a few ulps below 0 when the tail is
+    ~0; it is not clamped, so the gradient stays the true one.
+    """
+    n, d = z.shape[-2], z.shape[-1]
+    if target_dim < 0:
+        raise ValueError(f"target_dim must be >= 0, got {target_dim}")
+    if target_dim >= d or target_dim >= n - 1:
+        return z.new_zeros(z.shape[:-2])
+    zc = _centred(z)
+    trace = zc.square().sum(dim=(-2, -1)) / (n - 1)
+    if target_dim == 0:
+        return trace
+    eigs = torch.linalg.eigvalsh(_small_gram(zc))  # ascending
+    return trace - eigs[..., -target_dim:].sum(dim=-1)
+
+
+def geomdr_lambda(step: int, cfg: GeomDRConfig) -> float:
+    """lambda(t): 0 if disabled or ``t < t_s``; else the cosine ramp to ``lambda_max``.
+
+    ``lambda_max * (1 - cos(pi * min(1, (t - t_s) / T_ramp))) / 2``, so lambda(t_s) = 0,
+    lambda(t_s + T_ramp/2) = lambda_max/2 and lambda = lambda_max from t_s + T_ramp on.
+    ``T_ramp = 0`` is a step: lambda_max at every ``t >= t_s``.
+    """
+    if not cfg.enabled or step < cfg.start_step:
+        return 0.0
+    if cfg.ramp_steps == 0:
+        return float(cfg.lambda_max)
+    x = min(1.0, (step - cfg.start_step) / cfg.ramp_steps)
+    return float(cfg.lambda_max * (1.0 - math.cos(math.pi * x)) / 2.0)
+
+
+def subsample_indices(
+    n: int, fraction: float, generator: torch.Generator, device: torch.device | str | None = None
+) -> Tensor | None:
+    """A fresh random subset of ``max(2, round(fraction * n))`` row indices out of n, or None.
+
+    None when ``fraction >= 1`` (use the whole batch, no gather). Drawn with ``generator`` on
+    the generator's own device (so a CPU generator is reproducible whatever ``device`` is),
+    then moved to ``device`` and sorted (ascending gathers are friendlier to memory). At least
+    2 rows, because a covariance needs N >= 2.
+    """
+    if fraction >= 1.0:
+        return None
+    m = min(n, max(2, round(fraction * n)))
+    idx = torch.randperm(n, generator=generator, device=generator.device)[:m]
+    return idx.sort().values.to(device)
+
+
+def collapse_onset(steps: Sequence[int], deff: Sequence[float], fraction: float) -> int | None:
+    """The first step whose D_eff is below ``fraction`` times the running max of D_eff so far.
+
+    The running max includes the current value (so the first evaluation never counts as a
+    collapse). Non-finite D_eff values are skipped: they neither set the max nor count.
+    None when D_eff never collapses.
+    """
+    if len(steps) != len(deff):
+        raise ValueError(f"steps and deff differ in length ({len(steps)} vs {len(deff)})")
+    running = -math.inf
+    for step, value in zip(steps, deff, strict=True):
+        v = float(value)
+        if not math.isfinite(v):
+            continue
+        running = max(running, v)
+        if v < fraction * running:
+            return int(step)
+    return None
