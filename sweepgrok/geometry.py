@@ -147,14 +147,16 @@ def fourier_concentration(w: Tensor, top: int) -> tuple[Tensor, Tensor]:
     frequencies, and those frequencies sorted by energy, strongest first.
 
     Paper 1 uses the FFT qualitatively; the scalar summary is our choice. ``top`` is capped at
-    p//2 (there are no more frequencies). An embedding with no non-mean energy gives frac 0.
-    The measure is meaningful for Z_p tasks only (token index = group element).
+    p//2 (there are no more frequencies). An embedding with no non-mean energy (beyond
+    rounding) gives frac 0. The measure is meaningful for Z_p tasks only (token index = group
+    element).
     """
     p = w.shape[-2]
     n_freq = p // 2
     if n_freq < 1:
         raise ValueError(f"fourier_concentration needs p >= 2 rows, got {p}")
-    spec = torch.fft.rfft(w.float() if not w.is_floating_point() else w, dim=-2)
+    w = w if w.is_floating_point() else w.float()
+    spec = torch.fft.rfft(w, dim=-2)
     power = spec.abs().square().sum(dim=-1)[..., 1 : n_freq + 1]  # (..., p//2), k = 1..p//2
     # rfft keeps k only; its mirror p-k carries equal energy, except the Nyquist k = p/2.
     pair = torch.full((n_freq,), 2.0, dtype=power.dtype, device=power.device)
@@ -163,8 +165,12 @@ def fourier_concentration(w: Tensor, top: int) -> tuple[Tensor, Tensor]:
     energy = power * pair
     vals, idx = energy.topk(min(top, n_freq), dim=-1)
     total = energy.sum(dim=-1)
-    safe = torch.where(total > 0, total, torch.ones_like(total))
-    frac = torch.where(total > 0, vals.sum(dim=-1) / safe, torch.zeros_like(total))
+    # Non-mean energy at rounding level (a constant embedding) is no signal: by Parseval the
+    # energy of all frequencies is p * sum w^2, and FFT rounding is ~eps of that.
+    floor = torch.finfo(power.dtype).eps * p * w.square().sum(dim=(-2, -1))
+    has = total > floor
+    safe = torch.where(has, total, torch.ones_like(total))
+    frac = torch.where(has, vals.sum(dim=-1) / safe, torch.zeros_like(total))
     return frac, (idx + 1).to(torch.int64)
 
 

@@ -1,0 +1,296 @@
+"""Geometry measurements and the GeomDR loss against hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from sweepgrok.config import GeomDRConfig
+from sweepgrok.geometry import (
+    collapse_onset,
+    covariance,
+    covariance_spectrum,
+    effective_dimension,
+    fourier_concentration,
+    geomdr_lambda,
+    geomdr_penalty,
+    knn_distance,
+    participation_ratio,
+    subsample_indices,
+)
+
+
+def _gen(seed: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def _rotation(d: int, seed: int = 0) -> torch.Tensor:
+    q, _ = torch.linalg.qr(torch.randn(d, d, generator=_gen(seed), dtype=torch.float64))
+    return q
+
+
+def _diag_cov_data(mus: list[float], seed: int = 0) -> torch.Tensor:
+    """8 x d data whose covariance is exactly R diag(mus) R^T for a random rotation R.
+
+    Columns of an 8 x 8 Sylvester-Hadamard matrix other than the all-ones one are zero-mean,
+    mutually orthogonal and have squared norm 8, so column j scaled by sqrt(7 mu_j / 8) has
+    variance mu_j (divisor N - 1 = 7) and no covariance with the others.
+    """
+    h = torch.tensor([[1.0]], dtype=torch.float64)
+    for _ in range(3):
+        h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)], 0)
+    cols = h[:, 1 : 1 + len(mus)] * torch.tensor(mus, dtype=torch.float64).mul(7 / 8).sqrt()
+    return cols @ _rotation(len(mus), seed).T
+
+
+# --- covariance and effective dimension -------------------------------------------------------
+
+
+def test_covariance_matches_torch_cov() -> None:
+    z = torch.randn(50, 6, generator=_gen(), dtype=torch.float64)
+    torch.testing.assert_close(covariance(z), torch.cov(z.T))
+
+
+def test_hand_built_covariance_is_diag_4321() -> None:
+    z = _diag_cov_data([4.0, 3.0, 2.0, 1.0])
+    r = _rotation(4)
+    torch.testing.assert_close(
+        r.T @ covariance(z) @ r, torch.diag(torch.tensor([4.0, 3, 2, 1]).double())
+    )
+    torch.testing.assert_close(covariance_spectrum(z), torch.tensor([4.0, 3, 2, 1]).double())
+
+
+def test_participation_ratio_hand_values() -> None:
+    assert participation_ratio(torch.tensor([5.0, 0.0, 0.0])).item() == pytest.approx(1.0)
+    assert participation_ratio(torch.tensor([2.0, 2.0, 2.0, 2.0])).item() == pytest.approx(4.0)
+    # (3+1)^2 / (9+1) = 1.6
+    assert participation_ratio(torch.tensor([3.0, 1.0])).item() == pytest.approx(1.6)
+    assert participation_ratio(torch.zeros(4)).item() == 0.0
+
+
+def test_isotropic_gaussian_gives_about_d() -> None:
+    d = 16
+    z = torch.randn(4000, d, generator=_gen())
+    deff = effective_dimension(z).item()
+    # Upside-down PR (sum mu^2 / (sum mu)^2) would give ~1/d here.
+    assert abs(deff - d) < 0.1 * d
+
+
+def test_rank_one_cloud_gives_one() -> None:
+    z = torch.randn(500, 1, generator=_gen()) * torch.randn(1, 16, generator=_gen(1))
+    # Upside-down PR gives 1 here too: the isotropic test above is what tells them apart.
+    assert effective_dimension(z).item() == pytest.approx(1.0, abs=1e-4)
+
+
+def test_rank_k_cloud_gives_about_k() -> None:
+    k, d = 3, 16
+    basis = _rotation(d)[:, :k].float()
+    z = torch.randn(3000, k, generator=_gen()) @ basis.T
+    assert abs(effective_dimension(z).item() - k) < 0.1 * k
+
+
+def test_effective_dimension_is_scale_and_shift_invariant() -> None:
+    z = torch.randn(300, 8, generator=_gen()) * torch.linspace(0.5, 2.0, 8)
+    base = effective_dimension(z)
+    torch.testing.assert_close(effective_dimension(7.5 * z + 3.0), base, rtol=1e-4, atol=0)
+
+
+def test_spectrum_via_small_gram_when_n_below_d() -> None:
+    z = torch.randn(10, 40, generator=_gen(), dtype=torch.float64)
+    eigs = covariance_spectrum(z)
+    assert eigs.shape == (40,)
+    ref = torch.linalg.eigvalsh(covariance(z)).flip(-1).clamp_min(0)
+    torch.testing.assert_close(eigs, ref, atol=1e-10, rtol=1e-8)
+    assert (eigs[:-1] >= eigs[1:]).all()
+
+
+# --- kNN distance ------------------------------------------------------------------------------
+
+
+def test_knn_distance_on_unit_circle_by_hand() -> None:
+    # Angles 0, 60, 180 degrees; chords 2 sin(delta/2): 0-60 = 1, 60-180 = sqrt(3), 0-180 = 2.
+    # Radius 3: rho normalizes the rows first, so the radius must not matter.
+    ang = torch.tensor([0.0, 60.0, 180.0], dtype=torch.float64).deg2rad()
+    pts = 3.0 * torch.stack([ang.cos(), ang.sin()], dim=1)
+    s3 = math.sqrt(3.0)
+    # k=1: nearest of each point: 1, 1, sqrt(3).
+    assert knn_distance(pts, 1).item() == pytest.approx((2 + s3) / 3)
+    # k=2: means (1+2)/2, (1+s3)/2, (2+s3)/2 -> overall 1 + sqrt(3)/3.
+    assert knn_distance(pts, 2).item() == pytest.approx(1 + s3 / 3)
+
+
+def test_knn_distance_rejects_k_too_large() -> None:
+    with pytest.raises(ValueError, match="k < N"):
+        knn_distance(torch.randn(3, 2), 3)
+
+
+# --- batched input equals per-member results ---------------------------------------------------
+
+
+def test_batched_measurements_equal_per_member() -> None:
+    zs = torch.randn(3, 64, 12, generator=_gen(), dtype=torch.float64)
+    zs[1] *= torch.linspace(0.1, 3.0, 12, dtype=torch.float64)  # members differ in shape
+    torch.testing.assert_close(
+        effective_dimension(zs), torch.stack([effective_dimension(z) for z in zs])
+    )
+    torch.testing.assert_close(knn_distance(zs, 4), torch.stack([knn_distance(z, 4) for z in zs]))
+    torch.testing.assert_close(
+        geomdr_penalty(zs, 5), torch.stack([geomdr_penalty(z, 5) for z in zs])
+    )
+    frac, freqs = fourier_concentration(zs[:, :31], 3)
+    for i in range(3):
+        f, q = fourier_concentration(zs[i, :31], 3)
+        torch.testing.assert_close(frac[i], f)
+        assert torch.equal(freqs[i], q)
+
+
+# --- GeomDR penalty ----------------------------------------------------------------------------
+
+
+def test_penalty_equals_tail_sum_of_diag_4321() -> None:
+    z = _diag_cov_data([4.0, 3.0, 2.0, 1.0])
+    expected = {0: 10.0, 1: 6.0, 2: 3.0, 3: 1.0, 4: 0.0, 9: 0.0}
+    for target, tail in expected.items():
+        assert geomdr_penalty(z, target).item() == pytest.approx(tail, abs=1e-10)
+
+
+def test_penalty_is_zero_when_rank_at_most_target() -> None:
+    basis = _rotation(10)[:, :3]
+    z = torch.randn(200, 3, generator=_gen(), dtype=torch.float64) @ basis.T  # rank 3
+    scale = covariance(z).trace().item()
+    for target in (3, 4, 8):
+        assert abs(geomdr_penalty(z, target).item()) < 1e-10 * scale
+    assert geomdr_penalty(z, 2).item() > 0.01 * scale
+    # N - 1 <= d*: a 5-sample covariance has rank <= 4, so d* = 4 leaves an empty tail.
+    assert geomdr_penalty(torch.randn(5, 10, generator=_gen()), 4).item() == 0.0
+
+
+@pytest.mark.parametrize(("n", "d"), [(12, 5), (5, 9)])  # d x d and N x N eigenproblems
+def test_penalty_gradient_matches_finite_differences(n: int, d: int) -> None:
+    z = torch.randn(2, n, d, generator=_gen(), dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x: geomdr_penalty(x, 2), (z,))
+
+
+def _grad(z: torch.Tensor, target: int) -> torch.Tensor:
+    z = z.clone().requires_grad_(True)
+    geomdr_penalty(z, target).sum().backward()
+    assert z.grad is not None
+    return z.grad
+
+
+def test_penalty_gradient_finite_for_repeated_and_zero_eigenvalues() -> None:
+    x = torch.randn(20, 4, generator=_gen())
+    dup = torch.cat([x, x, torch.zeros(20, 3)], dim=1)  # repeated columns and a null space
+    iso = _diag_cov_data([1.0] * 7).float()  # all eigenvalues equal: a tie across every cut
+    for z in (dup, iso, torch.zeros(6, 5), torch.ones(6, 5)):
+        for target in (0, 1, 2, 3):
+            assert torch.isfinite(geomdr_penalty(z, target)).all()
+            assert torch.isfinite(_grad(z, target)).all()
+    # At the isotropic tie the value is still the tail sum: 7 - 2 equal eigenvalues of 1.
+    assert geomdr_penalty(iso, 2).item() == pytest.approx(5.0, abs=1e-5)
+
+
+def test_penalty_gradient_descends_the_tail() -> None:
+    # One small step against the gradient shrinks the tail (the penalty does what it says).
+    z = torch.randn(40, 6, generator=_gen(), dtype=torch.float64)
+    g = _grad(z, 2)
+    assert geomdr_penalty(z - 1e-2 * g, 2).item() < geomdr_penalty(z, 2).item()
+
+
+# --- schedule ----------------------------------------------------------------------------------
+
+
+def test_lambda_schedule() -> None:
+    cfg = GeomDRConfig(enabled=True, start_step=2000, lambda_max=0.4, ramp_steps=1000)
+    assert geomdr_lambda(0, cfg) == 0.0
+    assert geomdr_lambda(1999, cfg) == 0.0
+    assert geomdr_lambda(2000, cfg) == pytest.approx(0.0)
+    assert geomdr_lambda(2500, cfg) == pytest.approx(0.2)
+    assert geomdr_lambda(2250, cfg) == pytest.approx(0.4 * (1 - math.cos(math.pi / 4)) / 2)
+    assert geomdr_lambda(3000, cfg) == pytest.approx(0.4)
+    assert geomdr_lambda(90_000, cfg) == pytest.approx(0.4)
+
+
+def test_lambda_step_ramp_and_disabled() -> None:
+    step = GeomDRConfig(enabled=True, start_step=10, lambda_max=0.3, ramp_steps=0)
+    assert geomdr_lambda(9, step) == 0.0
+    assert geomdr_lambda(10, step) == pytest.approx(0.3)
+    off = GeomDRConfig(enabled=False, start_step=0, lambda_max=0.3, ramp_steps=0)
+    assert geomdr_lambda(100, off) == 0.0
+
+
+# --- subsample ---------------------------------------------------------------------------------
+
+
+def test_subsample_indices() -> None:
+    assert subsample_indices(100, 1.0, _gen(), "cpu") is None
+    a = subsample_indices(2800, 0.1, _gen(3), "cpu")
+    b = subsample_indices(2800, 0.1, _gen(3), "cpu")
+    assert a is not None and b is not None
+    assert torch.equal(a, b)  # reproducible from the generator's seed
+    assert a.shape == (280,) and a.dtype == torch.int64
+    assert a.unique().numel() == 280 and a.min() >= 0 and a.max() < 2800
+    g = _gen(3)
+    first, second = subsample_indices(2800, 0.1, g, "cpu"), subsample_indices(2800, 0.1, g, "cpu")
+    assert first is not None and second is not None and not torch.equal(first, second)
+    tiny = subsample_indices(10, 0.01, _gen(), "cpu")
+    assert tiny is not None and tiny.numel() == 2  # a covariance needs 2 rows
+
+
+# --- Fourier concentration ---------------------------------------------------------------------
+
+
+def test_fourier_finds_planted_frequency() -> None:
+    p, k = 97, 7
+    x = torch.arange(p, dtype=torch.float64)
+    phases = torch.rand(16, generator=_gen(), dtype=torch.float64) * 2 * math.pi
+    amps = torch.rand(16, generator=_gen(1), dtype=torch.float64) + 0.5
+    w = amps * torch.cos(2 * math.pi * k * x[:, None] / p + phases) + 5.0  # mean is ignored
+    w = w + 0.01 * torch.randn(p, 16, generator=_gen(2), dtype=torch.float64)
+    frac, freqs = fourier_concentration(w, 1)
+    assert freqs.tolist() == [k]
+    assert frac.item() > 0.99
+
+
+def test_fourier_energy_shares_by_hand() -> None:
+    # Amplitudes 2 at k=3 and 1 at k=5: energies 4:1, so the top frequency holds 4/5.
+    p = 31
+    x = torch.arange(p, dtype=torch.float64)
+    w = torch.stack(
+        [2 * torch.cos(2 * math.pi * 3 * x / p), torch.sin(2 * math.pi * 5 * x / p)], dim=1
+    )
+    frac, freqs = fourier_concentration(w, 1)
+    assert frac.item() == pytest.approx(0.8)
+    frac2, freqs2 = fourier_concentration(w, 2)
+    assert freqs2.tolist() == [3, 5] and frac2.item() == pytest.approx(1.0)
+    assert freqs.dtype == torch.int64
+
+
+def test_fourier_nyquist_counts_once() -> None:
+    # p = 8. Energies follow Parseval (p * sum of squares): cos(pi x) = +-1 has 8, all at the
+    # Nyquist k = 4 (its own mirror); cos(2 pi x / 8) has 4, split between k = 1 and 7. So
+    # k = 4 holds 2/3; counting the Nyquist twice would give 4/5.
+    x = torch.arange(8, dtype=torch.float64)
+    w = torch.stack([torch.cos(math.pi * x), torch.cos(2 * math.pi * x / 8)], dim=1)
+    frac, freqs = fourier_concentration(w, 1)
+    assert freqs.tolist() == [4]
+    assert frac.item() == pytest.approx(2 / 3)
+
+
+def test_fourier_constant_embedding_is_zero() -> None:
+    frac, _ = fourier_concentration(torch.ones(11, 4), 2)
+    assert frac.item() == 0.0
+
+
+# --- collapse onset ----------------------------------------------------------------------------
+
+
+def test_collapse_onset() -> None:
+    steps = [0, 100, 200, 300, 400]
+    # Running max 20 from step 100; 10 is not < 0.5 * 20, 9.9 is.
+    assert collapse_onset(steps, [10.0, 20.0, 10.0, 9.9, 5.0], 0.5) == 300
+    assert collapse_onset(steps, [10.0, 9.0, 8.0, 7.0, 6.0], 0.5) is None
+    assert collapse_onset(steps, [10.0, float("nan"), 4.0, 3.0, 2.0], 0.5) == 200
+    assert collapse_onset([], [], 0.5) is None
