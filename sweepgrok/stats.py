@@ -1,0 +1,560 @@
+"""Grokking-delay statistics from sweep Parquet: per-run events, group summaries, comparisons.
+
+Pure pandas / numpy / scipy (no ray, no torch), so a sweep can be analysed offline on a laptop.
+
+Definitions (SCIENCE.md; the README repeats them):
+
+- fit step: first evaluation with ``train_acc >= fit_threshold`` (default 0.99).
+- grok step at theta: first evaluation with ``test_acc >= theta``; computed at 0.95 and 0.99.
+- delay = grok step - fit step (null when either is missing).
+- censored at theta: the run never reached theta within the steps it ran. Its grok time is
+  "> steps_run": it is right-censored at ``steps_run`` in every time-to-event statistic, never
+  set to the budget and never dropped. Diverged and failed runs are censored the same way (at
+  the steps they ran) and count as failures in the success rate.
+- collapse onset: first evaluation where ``deff`` (D_eff of metrics/) falls below
+  ``collapse_fraction`` (default 0.5) of its running maximum; collapse-to-grok = grok - collapse.
+
+Group statistics (``group_summary``): success rate with a Wilson interval; median and mean grok
+step and delay among grokked runs with seeded percentile-bootstrap CIs; the Kaplan-Meier median
+grok time over all runs (censored included); the standard error of the mean, std / sqrt(n).
+
+Comparisons (``compare``): speed-up = baseline median / group median, where censored runs enter
+as +inf (their time exceeds steps_run). When every censored run was censored after the group's
+last grok (the usual case: one budget per sweep) this median equals the Kaplan-Meier median.
+The p-value is the two-sided log-rank test (``scipy.stats.logrank``), which counts censored runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+FIT_THRESHOLD = 0.99
+"""Train accuracy that defines the fit step."""
+GROK_THRESHOLDS = (0.95, 0.99)
+"""Test accuracies at which the grok step is computed (the papers differ)."""
+COLLAPSE_FRACTION = 0.5
+"""Collapse onset: D_eff below this fraction of its running maximum."""
+REPLICATE_KEYS = ("train.seed", "train.seeds", "task.data_seed")
+"""Seed keys are replicates, not factors: never auto-detected as grouping keys."""
+_BOOKKEEPING_KEYS = ("train.device", "train.threads", "train.checkpoint_every")
+# Accuracies are k / n_test computed in float32 by the trainer: 0.99 may arrive as 0.98999995.
+# A real accuracy difference is >= 1 / n_test (>= 1e-5 for any table here), far above 1e-6.
+_ACC_EPS = 1e-6
+METRIC_COLUMNS = ("step", "train_acc", "test_acc", "deff")
+"""The metrics/ columns the statistics read (Parquet projection keeps reads fast)."""
+
+
+class AnalysisError(ValueError):
+    """A user mistake (unknown key, baseline matching nothing, percent accuracies).
+
+    `param` names the option at fault (``by``, ``baseline``) so a CLI can point at it.
+    """
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+def tag(theta: float) -> str:
+    """Column suffix of a threshold: 0.95 -> '95', 0.995 -> '99.5'."""
+    return f"{theta * 100:g}"
+
+
+def read_sweeps(sweep_dirs: str | Path | Iterable[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(metrics, runs) of one or more sweep folders, deduplicated, metrics projected."""
+    from sweepgrok.sink import read_metrics, read_runs
+
+    dirs = [sweep_dirs] if isinstance(sweep_dirs, str | Path) else list(sweep_dirs)
+    # runs/ per folder, so a run row without a sweep name takes its folder's name (several
+    # sweeps analysed together can then be told apart with --by sweep).
+    parts = []
+    for d in dirs:
+        part = read_runs(d)
+        part["sweep"] = part["sweep"].fillna(Path(d).name)
+        parts.append(part)
+    runs = pd.concat(parts, ignore_index=True) if parts else read_runs([])
+    runs = runs.drop_duplicates("run_id", keep="last").reset_index(drop=True)
+    return read_metrics(dirs, list(METRIC_COLUMNS)), runs
+
+
+# ---------------------------------------------------------------- per run
+
+
+def _check_fractions(metrics: pd.DataFrame) -> None:
+    # Trap in public code: accuracies logged in percent. Refuse rather than report no grokking.
+    for col in ("train_acc", "test_acc"):
+        top = metrics[col].max()
+        if pd.notna(top) and top > 1.0 + _ACC_EPS:
+            raise AnalysisError(
+                f"{col} must be a fraction in [0, 1] (max is {top:g}: logged in percent?)"
+            )
+
+
+def _first_step(metrics: pd.DataFrame, mask: pd.Series, index: pd.Index) -> pd.Series:
+    """Per run, the smallest step where `mask` holds (NA where it never does)."""
+    hit = metrics.loc[mask.fillna(False).to_numpy(bool), ["run_id", "step"]]
+    first = hit.groupby("run_id", observed=True, sort=False)["step"].min()
+    return first.reindex(index).astype("Int64")
+
+
+def run_events(
+    metrics: pd.DataFrame,
+    *,
+    fit_threshold: float = FIT_THRESHOLD,
+    grok_thresholds: Sequence[float] = GROK_THRESHOLDS,
+    collapse_fraction: float = COLLAPSE_FRACTION,
+) -> pd.DataFrame:
+    """Per-run events from metrics/ rows, indexed by run_id (vectorised groupbys, no row loop).
+
+    Exact duplicate (run_id, step) rows cannot change a result (every column is a min or max
+    over a run); conflicting ones are resolved by the readers, which keep the last write.
+    """
+    _check_fractions(metrics)
+    grouped = metrics.groupby("run_id", observed=True, sort=True)
+    out = pd.DataFrame(
+        {
+            "steps_run": grouped["step"].max().astype("Int64"),
+            "peak_test_acc": grouped["test_acc"].max(),
+        }
+    )
+    out["fit_step"] = _first_step(
+        metrics, metrics["train_acc"] >= fit_threshold - _ACC_EPS, out.index
+    )
+    for theta in grok_thresholds:
+        mask = metrics["test_acc"] >= theta - _ACC_EPS
+        out[f"grok_step_{tag(theta)}"] = _first_step(metrics, mask, out.index)
+    deff = metrics.get("deff")
+    if deff is not None and deff.notna().any():
+        # cummax skips NaN (evaluations without geometry); NaN < x is False, so they never hit.
+        running = deff.groupby(metrics["run_id"], observed=True).cummax()
+        out["collapse_step"] = _first_step(metrics, deff < collapse_fraction * running, out.index)
+    else:
+        out["collapse_step"] = pd.Series(pd.NA, index=out.index, dtype="Int64")
+    return out
+
+
+_RUN_COLUMNS = ("sweep", "status", "steps_run")
+
+
+def run_summary(
+    metrics: pd.DataFrame,
+    runs: pd.DataFrame | None = None,
+    *,
+    fit_threshold: float = FIT_THRESHOLD,
+    grok_thresholds: Sequence[float] = GROK_THRESHOLDS,
+    collapse_fraction: float = COLLAPSE_FRACTION,
+) -> pd.DataFrame:
+    """One row per run: events from metrics/ joined with runs/ (status and config columns).
+
+    Columns: run_id, sweep, status, steps_run, peak_test_acc, fit_step, for each theta
+    grok_step_<t>, censored_<t>, delay_<t>, collapse_to_grok_<t>, then collapse_step and every
+    config key (dotted name). The grok steps are recomputed from metrics/, not trusted from
+    runs/. steps_run is the larger of runs/ ``steps_run`` and the last evaluated step; a run in
+    runs/ without metrics (failed before its first evaluation) is kept, censored.
+    """
+    ev = run_events(
+        metrics,
+        fit_threshold=fit_threshold,
+        grok_thresholds=grok_thresholds,
+        collapse_fraction=collapse_fraction,
+    )
+    config: pd.DataFrame | None = None
+    if runs is not None and len(runs):
+        r = runs.drop_duplicates("run_id", keep="last").set_index("run_id")
+        index = ev.index.union(r.index)
+        ev = ev.reindex(index)
+        if "steps_run" in r:
+            both = pd.concat([ev["steps_run"], r["steps_run"].reindex(index)], axis=1)
+            ev["steps_run"] = both.max(axis=1).astype("Int64")
+        if "status" in r:
+            ev.insert(0, "status", r["status"].reindex(index))
+        if "sweep" in r:
+            ev.insert(0, "sweep", r["sweep"].reindex(index))
+        config = r[[c for c in r.columns if "." in c]].reindex(index)
+    for theta in grok_thresholds:
+        t = tag(theta)
+        grok = ev[f"grok_step_{t}"]
+        ev[f"censored_{t}"] = grok.isna()
+        ev[f"delay_{t}"] = grok - ev["fit_step"]
+        ev[f"collapse_to_grok_{t}"] = grok - ev["collapse_step"]
+    if config is not None:
+        ev = ev.join(config)
+    ev.index.name = "run_id"
+    return ev.reset_index()
+
+
+def summarize_sweeps(sweep_dirs: str | Path | Iterable[str | Path], **kwargs: Any) -> pd.DataFrame:
+    """run_summary of one or more sweep folders (kwargs go to run_summary)."""
+    metrics, runs = read_sweeps(sweep_dirs)
+    return run_summary(metrics, runs, **kwargs)
+
+
+# ---------------------------------------------------------------- small estimators
+
+
+def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a success rate k / n (scipy's binomtest)."""
+    if n == 0:
+        return float("nan"), float("nan")
+    ci = sps.binomtest(int(k), int(n)).proportion_ci(confidence, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def sem(x: np.ndarray) -> float:
+    """Standard error of the mean: sample std / sqrt(n) (not / n, a trap in public code)."""
+    x = np.asarray(x, dtype=float)
+    if x.size < 2:
+        return float("nan")
+    return float(np.std(x, ddof=1) / np.sqrt(x.size))
+
+
+Statistic = Callable[..., np.ndarray]
+
+
+def bootstrap_ci(
+    x: np.ndarray,
+    statistic: Statistic = np.median,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[float, float, float]:
+    """(estimate, low, high): seeded percentile bootstrap of `statistic` (takes ``axis=``).
+
+    Written here rather than with scipy.stats.bootstrap: grok steps lie on the evaluation grid,
+    so ties are the rule and BCa degenerates to NaN, and one resample matrix per group is a few
+    lines. Fewer than two values give the estimate with a NaN interval.
+    """
+    x = np.asarray(x, dtype=float)
+    if x.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    point = float(statistic(x, axis=0))
+    if x.size < 2:
+        return point, float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    boots = statistic(x[rng.integers(0, x.size, size=(n_boot, x.size))], axis=1)
+    lo, hi = _percentiles(boots, confidence)
+    return point, lo, hi
+
+
+def _percentiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    # inverted_cdf picks order statistics: no interpolation between +inf and a finite value.
+    alpha = (1.0 - confidence) / 2.0
+    finite = values[~np.isnan(values)]
+    if finite.size == 0:
+        return float("nan"), float("nan")
+    lo, hi = np.quantile(finite, [alpha, 1.0 - alpha], method="inverted_cdf")
+    return float(lo), float(hi)
+
+
+def km_median(times: np.ndarray, censored: np.ndarray) -> float:
+    """Kaplan-Meier median time: the smallest t with S(t) <= 0.5; NaN if never reached.
+
+    `times` are grok steps for grokked runs and steps_run for censored ones (right-censored).
+    """
+    times = np.asarray(times, dtype=float)
+    censored = np.asarray(censored, dtype=bool)
+    if not (~censored).any():
+        return float("nan")
+    data = sps.CensoredData(uncensored=times[~censored], right=times[censored])
+    sf = sps.ecdf(data).sf
+    hit = np.flatnonzero(sf.probabilities <= 0.5)
+    return float(sf.quantiles[hit[0]]) if hit.size else float("nan")
+
+
+def speedup(
+    base_times: np.ndarray,
+    base_censored: np.ndarray,
+    times: np.ndarray,
+    censored: np.ndarray,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[float, float, float]:
+    """(ratio, low, high) of medians, baseline / group, with a seeded bootstrap CI.
+
+    Censored runs enter as +inf (their grok time is > steps_run), so a group that groks in
+    fewer than half of its runs has an infinite median: the ratio is then inf (baseline
+    censored) or 0 (group censored), and NaN (with a NaN interval) when both are. Runs are
+    resampled independently within each group; resamples where both medians are infinite have
+    no ratio and are left out of the interval.
+    """
+    b = np.where(np.asarray(base_censored, bool), np.inf, np.asarray(base_times, float))
+    g = np.where(np.asarray(censored, bool), np.inf, np.asarray(times, float))
+    if b.size == 0 or g.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        point = float(np.median(b) / np.median(g))
+        mb = np.median(b[rng.integers(0, b.size, size=(n_boot, b.size))], axis=1)
+        mg = np.median(g[rng.integers(0, g.size, size=(n_boot, g.size))], axis=1)
+        lo, hi = _percentiles(mb / mg, confidence)
+    if np.isnan(point):
+        return point, float("nan"), float("nan")
+    return point, lo, hi
+
+
+def logrank_p(
+    base_times: np.ndarray, base_censored: np.ndarray, times: np.ndarray, censored: np.ndarray
+) -> float:
+    """Two-sided log-rank p-value (scipy.stats.logrank), censored runs right-censored."""
+
+    def data(t: np.ndarray, c: np.ndarray) -> sps.CensoredData:
+        t, c = np.asarray(t, float), np.asarray(c, bool)
+        return sps.CensoredData(uncensored=t[~c], right=t[c])
+
+    if len(base_times) == 0 or len(times) == 0:
+        return float("nan")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        res = sps.logrank(data(base_times, base_censored), data(times, censored))
+    return float(res.pvalue)
+
+
+# ---------------------------------------------------------------- groups
+
+
+def config_keys(summary: pd.DataFrame) -> list[str]:
+    """The config columns (dotted keys) of a run summary."""
+    return [c for c in summary.columns if "." in c]
+
+
+def varying_keys(summary: pd.DataFrame) -> list[str]:
+    """Config keys that take more than one value across runs (seeds and bookkeeping excluded)."""
+    skip = set(REPLICATE_KEYS) | set(_BOOKKEEPING_KEYS)
+    return [
+        k
+        for k in config_keys(summary)
+        if k not in skip and summary[k].astype(str).nunique(dropna=False) > 1
+    ]
+
+
+def groupable_keys(summary: pd.DataFrame) -> list[str]:
+    """Columns a caller may group by: every config key, plus ``sweep`` when present."""
+    return config_keys(summary) + (["sweep"] if "sweep" in summary else [])
+
+
+def resolve_by(summary: pd.DataFrame, by: Sequence[str] | None) -> list[str]:
+    """`by` validated against the summary's columns, or the auto-detected varying keys."""
+    if by is None:
+        return varying_keys(summary)
+    allowed = groupable_keys(summary)
+    unknown = [k for k in by if k not in allowed]
+    if unknown:
+        raise AnalysisError(
+            f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(allowed) or '(none)'}",
+            param="by",
+        )
+    return list(by)
+
+
+def format_value(value: Any) -> str:
+    """A config value as it appears in labels: 1.0 -> '1', True -> 'true', NaN -> 'null'."""
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
+        return "null"
+    if isinstance(value, bool | np.bool_):
+        return "true" if value else "false"
+    if isinstance(value, float | np.floating):
+        return f"{float(value):g}"
+    return str(value)
+
+
+def group_label(keys: Sequence[str], values: Sequence[Any]) -> str:
+    """'norm=sphere, weight_decay=1': the last part of each key unless two keys share it."""
+    if not keys:
+        return "all runs"
+    short = [k.rsplit(".", 1)[-1] for k in keys]
+    names = short if len(set(short)) == len(short) else list(keys)
+    return ", ".join(f"{k}={format_value(v)}" for k, v in zip(names, values, strict=True))
+
+
+def iter_groups(
+    summary: pd.DataFrame, by: Sequence[str]
+) -> Iterator[tuple[tuple[Any, ...], pd.DataFrame]]:
+    """(values of `by`, rows) per group, in sorted order; NaN config values form a group."""
+    if not by:
+        yield (), summary
+        return
+    for key, rows in summary.groupby(list(by), dropna=False, sort=True):
+        yield tuple(key), rows
+
+
+def times_and_censoring(rows: pd.DataFrame, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """(time, censored) per run: the grok step, or steps_run where the run is censored.
+
+    A run with no recorded steps is censored at 0, which removes it from every risk set.
+    """
+    grok = rows[f"grok_step_{tag(threshold)}"].to_numpy(dtype=float, na_value=np.nan)
+    censored = np.isnan(grok)
+    steps = rows["steps_run"].to_numpy(dtype=float, na_value=0.0)
+    return np.where(censored, steps, grok), censored
+
+
+def _group_stats(rows: pd.DataFrame, threshold: float, boot: Mapping[str, Any]) -> dict[str, Any]:
+    t = tag(threshold)
+    times, censored = times_and_censoring(rows, threshold)
+    grok = times[~censored]
+    delay = rows[f"delay_{t}"].dropna().to_numpy(dtype=float)
+    n, k = len(rows), int((~censored).sum())
+    lo, hi = wilson_interval(k, n, boot["confidence"])
+    out: dict[str, Any] = {"n": n, "n_grokked": k, "success_rate": k / n if n else np.nan}
+    out |= {"success_lo": lo, "success_hi": hi}
+    for name, values in (("grok", grok), ("delay", delay)):
+        for stat_name, fn in (("median", np.median), ("mean", np.mean)):
+            est, s_lo, s_hi = bootstrap_ci(values, fn, **boot)
+            out |= {f"{name}_{stat_name}": est, f"{name}_{stat_name}_lo": s_lo}
+            out[f"{name}_{stat_name}_hi"] = s_hi
+    out["grok_sem"] = sem(grok)
+    out["km_median"] = km_median(times, censored)
+    out["grok_min"] = float(grok.min()) if k else np.nan
+    out["grok_max"] = float(grok.max()) if k else np.nan
+    out["steps_run_max"] = float(times.max()) if n else np.nan
+    if "status" in rows:
+        out["n_failed"] = int(rows["status"].isin(["failed", "diverged"]).sum())
+    return out
+
+
+def group_summary(
+    summary: pd.DataFrame,
+    by: Sequence[str] | None = None,
+    *,
+    threshold: float = 0.99,
+    n_boot: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """One row per group of runs (the `by` keys, default: the config keys that vary).
+
+    Columns: the keys, label, n, n_grokked, success_rate (+ _lo/_hi Wilson), grok_median,
+    grok_mean, delay_median, delay_mean (each + _lo/_hi bootstrap CI, among grokked runs),
+    grok_sem, km_median (Kaplan-Meier, counts censored runs; NaN if under half grokked),
+    grok_min, grok_max, steps_run_max, n_failed (diverged or failed runs).
+    """
+    keys = resolve_by(summary, by)
+    boot = {"n_boot": n_boot, "seed": seed, "confidence": confidence}
+    rows = []
+    for values, part in iter_groups(summary, keys):
+        rows.append(
+            {
+                **dict(zip(keys, values, strict=True)),
+                "label": group_label(keys, values),
+                **_group_stats(part, threshold, boot),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- comparisons
+
+
+def parse_baseline(text: str) -> dict[str, str]:
+    """'model.norm=none,optim.weight_decay=1' -> {'model.norm': 'none', ...}."""
+    spec: dict[str, str] = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise AnalysisError(f"expected key=value[,key=value...] (got {text!r})", "baseline")
+        spec[key.strip()] = value.strip()
+    return spec
+
+
+def _matches(column: pd.Series, raw: str) -> pd.Series:
+    # Compare in the column's own type: '1' matches 1.0 in a float column, 'none' a string.
+    if pd.api.types.is_bool_dtype(column):
+        word = raw.lower()
+        if word not in ("true", "false", "1", "0"):
+            return pd.Series(False, index=column.index)
+        return column == (word in ("true", "1"))
+    if pd.api.types.is_numeric_dtype(column):
+        try:
+            value = float(raw)
+        except ValueError:
+            return pd.Series(False, index=column.index)
+        as_float = column.to_numpy(dtype=float, na_value=np.nan)
+        return pd.Series(np.isclose(as_float, value, rtol=1e-9, atol=0.0), index=column.index)
+    return column.map(format_value) == raw
+
+
+def baseline_mask(summary: pd.DataFrame, spec: Mapping[str, str]) -> pd.Series:
+    """Runs whose config matches every key=value of `spec` (AnalysisError if none does)."""
+    allowed = groupable_keys(summary)
+    mask = pd.Series(True, index=summary.index)
+    for key, raw in spec.items():
+        if key not in allowed:
+            raise AnalysisError(
+                f"unknown key {key!r}; allowed: {', '.join(allowed) or '(none)'}", "baseline"
+            )
+        mask &= _matches(summary[key], raw)
+    if not mask.any():
+        present = "; ".join(
+            f"{k}: {', '.join(sorted(summary[k].map(format_value).unique()))}" for k in spec
+        )
+        msg = f"no run matches {_spec_text(spec)}; values present: {present}"
+        raise AnalysisError(msg, "baseline")
+    return mask
+
+
+def _spec_text(spec: Mapping[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in spec.items())
+
+
+def compare(
+    summary: pd.DataFrame,
+    baseline: str | Mapping[str, str],
+    by: Sequence[str] | None = None,
+    *,
+    threshold: float = 0.99,
+    n_boot: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """Each group against the baseline: speed-up (baseline median / group median, bootstrap
+    CI, censored runs as +inf) and the two-sided log-rank p-value (scipy.stats.logrank).
+
+    The baseline is every run matching all key=value pairs (keys need not be among `by`; when
+    they are not, matching groups are pooled). The group equal to the baseline gets speed-up 1
+    and no p-value. Rows come in the order of group_summary.
+    """
+    spec = parse_baseline(baseline) if isinstance(baseline, str) else dict(baseline)
+    keys = resolve_by(summary, by)
+    base_rows = summary[baseline_mask(summary, spec)]
+    bt, bc = times_and_censoring(base_rows, threshold)
+    base_ids = set(base_rows["run_id"])
+    out = []
+    for values, part in iter_groups(summary, keys):
+        row: dict[str, Any] = dict(zip(keys, values, strict=True))
+        row["label"] = group_label(keys, values)
+        row["baseline"] = _spec_text(spec)
+        row["is_baseline"] = set(part["run_id"]) == base_ids
+        if row["is_baseline"]:
+            row |= {"speedup": 1.0, "speedup_lo": np.nan, "speedup_hi": np.nan}
+            row["logrank_p"] = np.nan
+        else:
+            t, c = times_and_censoring(part, threshold)
+            ratio, lo, hi = speedup(bt, bc, t, c, n_boot=n_boot, seed=seed, confidence=confidence)
+            row |= {"speedup": ratio, "speedup_lo": lo, "speedup_hi": hi}
+            row["logrank_p"] = logrank_p(bt, bc, t, c)
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def analysis_table(
+    summary: pd.DataFrame,
+    by: Sequence[str] | None = None,
+    baseline: str | Mapping[str, str] | None = None,
+    **kwargs: Any,
+) -> pd.DataFrame:
+    """group_summary, plus compare's columns when a baseline is given (kwargs go to both)."""
+    keys = resolve_by(summary, by)
+    table = group_summary(summary, keys, **kwargs)
+    if baseline is None:
+        return table
+    cmp = compare(summary, baseline, keys, **kwargs)
+    extra = ["baseline", "is_baseline", "speedup", "speedup_lo", "speedup_hi", "logrank_p"]
+    return pd.concat([table, cmp[extra]], axis=1)
