@@ -248,7 +248,7 @@ def test_baseline_matching(censored_group: pd.DataFrame) -> None:
     summary = censored_group.assign(**{"optim.weight_decay": [0.0, 1.0, 1.0, 0.0, 1.0]})
     assert stats.baseline_mask(summary, {"optim.weight_decay": "1"}).sum() == 3
     assert stats.baseline_mask(summary, {"model.norm": "none"}).sum() == 5
-    with pytest.raises(stats.AnalysisError, match="values present: model.norm: none") as err:
+    with pytest.raises(stats.AnalysisError, match=r"values present: model\.norm: none") as err:
         stats.baseline_mask(summary, {"model.norm": "sphere"})
     assert err.value.param == "baseline"
     with pytest.raises(stats.AnalysisError, match="unknown key"):
