@@ -96,6 +96,11 @@ class ModelConfig(_Section):
                 f"model.d_model ({self.d_model}) must be divisible by model.n_heads "
                 f"({self.n_heads})"
             )
+        if self.arch == "mlp" and (self.norm != "none" or self.attention != "softmax"):
+            raise ValueError(
+                "model.norm and model.attention apply to arch=transformer only "
+                f"(got arch=mlp with norm={self.norm}, attention={self.attention})"
+            )
         return self
 
     @property
@@ -190,11 +195,14 @@ class TrainConfig(_Section):
     """cpu, cuda, or auto (cuda when available)."""
     threads: int | None = Field(None, ge=1)
     """torch intra-op threads for this run; null = leave torch's default."""
+    deterministic: bool = True
+    """Use torch's deterministic kernels (the embedding backward otherwise accumulates in a
+    thread-dependent order): bit-identical reruns and resumes for any thread count."""
 
     @model_validator(mode="after")
     def _check(self) -> TrainConfig:
         if self.seeds is not None and (not self.seeds or len(set(self.seeds)) != len(self.seeds)):
-            raise ValueError(f"train.seeds must be a non-empty list of distinct seeds: {self.seeds}")
+            raise ValueError(f"train.seeds must be a non-empty list of distinct ints: {self.seeds}")
         return self
 
     @property

@@ -1,0 +1,25 @@
+"""The `sweepgrok` command line. Heavy imports (torch, ray, optuna, seaborn) happen inside the
+command that needs them, so `sweepgrok --help` and `validate` stay fast."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Run and analyse sweeps of grokking experiments.",
+    pretty_exceptions_enable=False,
+)
+
+
+
+@app.callback()
+def main() -> None:
+    """Run and analyse sweeps of grokking experiments (see `sweepgrok COMMAND --help`)."""
+
+
+# Each command lives in its own module (cli_*.py) and is registered here, one line each.
+from sweepgrok.cli_train import train  # noqa: E402
+
+app.command()(train)

@@ -1,0 +1,237 @@
+"""The paper-1 Transformer and the paper-2 MLP, as *ensembles*: every parameter has a leading
+member axis E, one member per init seed, so k seeds train in lockstep as one batched model
+(E = 1 is an ordinary single run). Members never mix: every op is batched over E.
+
+Shapes: E members, N examples, S = 3 positions ([a, b, =]), d = d_model, H heads.
+
+Transformer (public code of paper 1): token + learned positional embedding, ``n_layers`` blocks of
+attention (Q/K/V/O without bias, no causal mask) and a ReLU MLP with biases; the norm *replaces*
+the stream after the embedding, after ``h + attn(h)`` and after ``h + mlp(h)``; readout at the
+last position; unembedding without bias (linear) or ``tau * cos(h, w_c)`` (cosine).
+
+Init reproduces PyTorch's defaults member by member from the member's seed: ``nn.Linear``
+weights and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)), embeddings N(0, 1), norm gains 1,
+layernorm biases 0. So a member's init depends only on its own seed, never on E.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from sweepgrok.config import Config, ModelConfig
+
+NORM_EPS = 1e-5  # layernorm / rmsnorm epsilon (torch's LayerNorm default)
+
+
+class _Init:
+    """Draws one member's parameters in a fixed order from its own generator."""
+
+    def __init__(self, seed: int) -> None:
+        self.g = torch.Generator().manual_seed(seed)
+
+    def uniform(self, shape: Sequence[int], fan_in: int) -> Tensor:
+        bound = 1.0 / math.sqrt(fan_in)
+        return (torch.rand(tuple(shape), generator=self.g) * 2 - 1) * bound
+
+    def normal(self, shape: Sequence[int]) -> Tensor:
+        return torch.randn(tuple(shape), generator=self.g)
+
+
+def _stack(tensors: list[Tensor]) -> nn.Parameter:
+    return nn.Parameter(torch.stack(tensors))
+
+
+def bmm(h: Tensor, w: Tensor) -> Tensor:
+    """(E, ..., d_in) @ (E, d_in, d_out) -> (E, ..., d_out), as one batched GEMM per call."""
+    e, d_in = h.shape[0], h.shape[-1]
+    out = torch.bmm(h.reshape(e, -1, d_in), w)
+    return out.reshape(*h.shape[:-1], w.shape[-1])
+
+
+def _bias(b: Tensor, like: Tensor) -> Tensor:
+    """(E, d) bias viewed to broadcast against (E, ..., d)."""
+    return b.view(b.shape[0], *([1] * (like.dim() - 2)), b.shape[1])
+
+
+class Norm(nn.Module):
+    """none | layernorm | rmsnorm (learnable gain, layernorm also a bias) | sphere (h/||h||)."""
+
+    def __init__(self, kind: str, n_members: int, d: int) -> None:
+        super().__init__()
+        self.kind = kind
+        if kind in ("layernorm", "rmsnorm"):
+            self.gain = nn.Parameter(torch.ones(n_members, d))
+        if kind == "layernorm":
+            self.bias = nn.Parameter(torch.zeros(n_members, d))
+
+    def forward(self, h: Tensor) -> Tensor:
+        if self.kind == "none":
+            return h
+        if self.kind == "sphere":
+            return F.normalize(h, dim=-1)
+        if self.kind == "layernorm":
+            h = F.layer_norm(h, h.shape[-1:], eps=NORM_EPS)
+            return h * _bias(self.gain, h) + _bias(self.bias, h)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + NORM_EPS)
+        return h * _bias(self.gain, h)
+
+
+class Block(nn.Module):
+    """Attention then MLP, each followed by the norm that replaces the stream."""
+
+    def __init__(self, cfg: ModelConfig, inits: list[_Init]) -> None:
+        super().__init__()
+        d, m, e = cfg.d_model, cfg.d_mlp, len(inits)
+        self.n_heads, self.uniform = cfg.n_heads, cfg.attention == "uniform"
+        # Weights are stored (d_in, d_out) so that h @ W needs no transpose.
+        self.w_q = _stack([i.uniform((d, d), d) for i in inits])
+        self.w_k = _stack([i.uniform((d, d), d) for i in inits])
+        self.w_v = _stack([i.uniform((d, d), d) for i in inits])
+        self.w_o = _stack([i.uniform((d, d), d) for i in inits])
+        self.w_in = _stack([i.uniform((d, m), d) for i in inits])
+        self.b_in = _stack([i.uniform((m,), d) for i in inits])
+        self.w_out = _stack([i.uniform((m, d), m) for i in inits])
+        self.b_out = _stack([i.uniform((d,), m) for i in inits])
+        self.norm_attn = Norm(cfg.norm, e, d)
+        self.norm_mlp = Norm(cfg.norm, e, d)
+
+    def attention(self, h: Tensor, last_only: bool) -> Tensor:
+        """h (E, N, S, d) -> attention output (E, N, S', d), S' = 1 if last_only else S."""
+        e, n, s, d = h.shape
+        nh, dh = self.n_heads, d // self.n_heads
+        v = bmm(h, self.w_v).view(e, n, s, nh, dh)
+        if self.uniform:
+            # Scores forced to 0: softmax gives weight 1/S to every position.
+            z = v.mean(dim=2, keepdim=True)
+            if not last_only:
+                z = z.expand(e, n, s, nh, dh)
+        else:
+            hq = h[:, :, -1:] if last_only else h
+            q = bmm(hq, self.w_q).view(e, n, hq.shape[2], nh, dh)
+            k = bmm(h, self.w_k).view(e, n, s, nh, dh)
+            scores = torch.einsum("enqhc,enkhc->enhqk", q, k) / math.sqrt(dh)
+            z = torch.einsum("enhqk,enkhc->enqhc", scores.softmax(-1), v)
+        return bmm(z.reshape(e, n, z.shape[2], d), self.w_o)
+
+    def forward(self, h: Tensor, last_only: bool = False) -> Tensor:
+        """(E, N, S, d) -> (E, N, S', d). last_only: only the readout position continues
+        (exact: the readout depends on other positions only through keys and values)."""
+        a = self.attention(h, last_only)
+        h = self.norm_attn((h[:, :, -1:] if last_only else h) + a)
+        mid = F.relu(bmm(h, self.w_in) + _bias(self.b_in, h))
+        return self.norm_mlp(h + bmm(mid, self.w_out) + _bias(self.b_out, h))
+
+
+class Unembed(nn.Module):
+    """linear (no bias) or cosine: logits = tau * cos(h, w_c)."""
+
+    def __init__(self, kind: str, tau: float, inits: list[_Init], d: int, c: int) -> None:
+        super().__init__()
+        self.kind, self.tau = kind, tau
+        self.w_u = _stack([i.uniform((d, c), d) for i in inits])
+
+    def forward(self, h: Tensor) -> Tensor:
+        if self.kind == "cosine":
+            return self.tau * bmm(F.normalize(h, dim=-1), F.normalize(self.w_u, dim=1))
+        return bmm(h, self.w_u)
+
+
+class Transformer(nn.Module):
+    """Paper-1 Transformer over E members. forward(x (E, N, 3)) -> logits (E, N, C)."""
+
+    def __init__(self, cfg: ModelConfig, n_tokens: int, n_classes: int, seeds: Sequence[int]):
+        super().__init__()
+        inits = [_Init(s) for s in seeds]
+        d, e = cfg.d_model, len(inits)
+        self.w_e = _stack([i.normal((n_tokens + 1, d)) for i in inits])
+        self.w_pos = _stack([i.normal((3, d)) for i in inits])
+        self.norm_embed = Norm(cfg.norm, e, d)
+        self.blocks = nn.ModuleList([Block(cfg, inits) for _ in range(cfg.n_layers)])
+        self.unembed = Unembed(cfg.unembed_resolved, cfg.temperature, inits, d, n_classes)
+        self.n_tokens = n_tokens
+
+    @property
+    def token_embedding(self) -> Tensor:
+        """(E, n_tokens, d): operand rows of the embedding (for the Fourier measure)."""
+        return self.w_e[:, : self.n_tokens]
+
+    def forward(
+        self, x: Tensor, *, hidden: list[Tensor] | None = None, fast: bool = True
+    ) -> Tensor:
+        """x (E, N, 3) int64 -> logits (E, N, C). If `hidden` is a list, the residual stream
+        at the readout position after each block, (E, N, d), is appended to it.
+        fast=False runs every position through every block (the plain reference)."""
+        e = x.shape[0]
+        rows = torch.arange(e, device=x.device).view(e, 1, 1)
+        h = self.norm_embed(self.w_e[rows, x] + self.w_pos.unsqueeze(1))  # (E, N, 3, d)
+        last = len(self.blocks) - 1
+        for i, block in enumerate(self.blocks):
+            h = block(h, last_only=fast and i == last)
+            if hidden is not None:
+                hidden.append(h[:, :, -1])
+        return self.unembed(h[:, :, -1])
+
+
+class MLP(nn.Module):
+    """Paper-2 MLP over E members: embed a and b (shared table), concatenate, n_layers hidden
+    ReLU layers of width d_mlp (with biases), linear readout with bias."""
+
+    def __init__(self, cfg: ModelConfig, n_tokens: int, n_classes: int, seeds: Sequence[int]):
+        super().__init__()
+        inits = [_Init(s) for s in seeds]
+        d, m = cfg.d_model, cfg.d_mlp
+        self.w_e = _stack([i.normal((n_tokens, d)) for i in inits])
+        widths = [2 * d] + [m] * cfg.n_layers
+        pairs = list(itertools.pairwise(widths))  # (fan_in, fan_out) of each hidden layer
+        self.weights = nn.ParameterList(
+            [_stack([i.uniform((a, b), a) for i in inits]) for a, b in pairs]
+        )
+        self.biases = nn.ParameterList(
+            [_stack([i.uniform((b,), a) for i in inits]) for a, b in pairs]
+        )
+        self.w_u = _stack([i.uniform((m, n_classes), m) for i in inits])
+        self.b_u = _stack([i.uniform((n_classes,), m) for i in inits])
+
+    @property
+    def token_embedding(self) -> Tensor:
+        """(E, n_tokens, d): the operand embedding (for the Fourier measure)."""
+        return self.w_e
+
+    def forward(
+        self, x: Tensor, *, hidden: list[Tensor] | None = None, fast: bool = True
+    ) -> Tensor:
+        """x (E, N, 3) int64 (the = token is ignored) -> logits (E, N, C); `hidden` collects
+        every hidden layer's post-ReLU activations (E, N, d_mlp)."""
+        e, n = x.shape[:2]
+        rows = torch.arange(e, device=x.device).view(e, 1, 1)
+        h = self.w_e[rows, x[:, :, :2]].reshape(e, n, -1)  # (E, N, 2d)
+        for w, b in zip(self.weights, self.biases, strict=True):
+            h = F.relu(bmm(h, w) + _bias(b, h))
+            if hidden is not None:
+                hidden.append(h)
+        return bmm(h, self.w_u) + _bias(self.b_u, h)
+
+
+def build_model(cfg: Config, seeds: Sequence[int] | None = None) -> Transformer | MLP:
+    """The model of `cfg` with one member per seed (default: cfg.train.seed_list)."""
+    seeds = list(seeds) if seeds is not None else cfg.train.seed_list
+    cls = Transformer if cfg.model.arch == "transformer" else MLP
+    return cls(cfg.model, cfg.task.n_tokens, cfg.task.n_classes, seeds)
+
+
+def is_decayed(name: str) -> bool:
+    """Weight-decay group when optim.decay_all is false: matrices and embeddings decay,
+    biases and norm gains do not (nanoGPT's split)."""
+    leaf = name.rsplit(".", 1)[-1]
+    return not (leaf.startswith("b_") or leaf in ("gain", "bias") or name.startswith("biases."))
+
+
+def n_params(model: nn.Module) -> int:
+    """Parameters of ONE member (all members have the same count)."""
+    return sum(p[0].numel() for p in model.parameters())
