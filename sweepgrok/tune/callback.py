@@ -1,0 +1,178 @@
+"""Driver-side Tune callback: the trials' rows -> the sweep's Parquet, plus the live view.
+
+Exactly-once argument (readers keep the last row per key, see sweepgrok.sink):
+- every row a trial reports is buffered here and flushed every `flush_rows` rows, at trial end,
+  and *before* any result that carries a checkpoint is acknowledged, so rows up to a checkpoint
+  are on disk before Tune's experiment snapshot can refer to that checkpoint;
+- a retried or restored trial resumes from a checkpoint and re-emits the steps after it: the
+  same (run_id, step) keys, deduplicated by the readers (run ids come from the trial id);
+- a run row is written when its run ends; a failed trial gets a `failed` row; a later success
+  (retry, or --resume of errored trials) writes a newer row that supersedes it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ray import tune
+
+from sweepgrok.config import flatten, from_flat
+from sweepgrok.sink import ParquetSink, read_runs
+from sweepgrok.tune.progress import LiveView
+from sweepgrok.tune.trainable import CKPT_FLAG, PAYLOAD, run_ids_for
+
+ERROR_CHARS = 4000
+"""Tail of the error trace kept in a failed run row."""
+
+
+class ParquetCallback(tune.Callback):
+    """Writes every trial's rows through one ParquetSink; picklable (Tune pickles callbacks)."""
+
+    def __init__(
+        self,
+        sweep_dir: str | Path,
+        sweep: str,
+        total: int,
+        flush_rows: int = 2000,
+        live: bool = True,
+    ) -> None:
+        self.sweep_dir = str(sweep_dir)
+        self.sweep = sweep
+        self.total = total
+        self.flush_rows = flush_rows
+        self.live = live
+        self._sink: ParquetSink | None = None
+        self._view: LiveView | None = None
+        self._finished: dict[str, set[str]] = {}  # trial_id -> run ids with a run row
+        self.grokked = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The sink holds a lock and the view a terminal: rebuilt lazily after unpickling.
+        state = self.__dict__.copy()
+        state.update(_sink=None, _view=None)
+        return state
+
+    @property
+    def sink(self) -> ParquetSink:
+        if self._sink is None:
+            self._sink = ParquetSink(self.sweep_dir, flush_rows=self.flush_rows)
+        return self._sink
+
+    # ---- Tune hooks -------------------------------------------------------------------------
+
+    def setup(self, *args: Any, **info: Any) -> None:
+        if self.live and self._view is None:
+            self._view = LiveView(self.total, self.sweep)
+            self._view.start()
+
+    def on_trial_result(
+        self, iteration: int, trials: list[Any], trial: Any, result: dict, **info: Any
+    ) -> None:
+        raw = result.get(PAYLOAD)
+        if raw:
+            self.write_rows(trial.trial_id, json.loads(raw))
+        if result.get(CKPT_FLAG):
+            self.sink.flush()
+        self._refresh(trials)
+
+    def on_checkpoint(
+        self, iteration: int, trials: list[Any], trial: Any, checkpoint: Any, **info: Any
+    ) -> None:
+        self.sink.flush()
+
+    def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self.sink.flush()
+        self._refresh(trials)
+
+    def on_trial_recover(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self.sink.flush()
+
+    def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self.write_failed(trial.trial_id, trial.config, error_text(trial))
+        self._refresh(trials)
+
+    def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
+        self.close(trials)
+
+    # ---- rows ---------------------------------------------------------------------------
+
+    def write_rows(self, trial_id: str, rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+        """One evaluation's rows: metrics, geometry, then run rows of runs that ended."""
+        self.sink.write_metrics(rows.get("metrics", []))
+        self.sink.write_geometry(rows.get("geometry", []))
+        for run in rows.get("finished", []):
+            self.sink.write_run(run)  # flushes the metrics first
+            self._finished.setdefault(trial_id, set()).add(str(run["run_id"]))
+            if run.get("status") in ("grokked", "completed"):
+                self.grokked += 1
+
+    def write_failed(self, trial_id: str, config: Mapping[str, Any], error: str) -> None:
+        """A `failed` run row for each run of the trial that has not ended well already."""
+        self.sink.flush()
+        for row in failed_rows(self.sweep, trial_id, config, error):
+            if row["run_id"] in self._finished.get(trial_id, set()) or self._ended_ok(row):
+                continue
+            self.sink.write_run(row)
+
+    def _ended_ok(self, row: Mapping[str, Any]) -> bool:
+        # A run that ended in an earlier driver session (before a --resume) keeps its row.
+        runs = read_runs(self.sweep_dir, columns=["status"])
+        hit = runs[runs["run_id"] == row["run_id"]]
+        return bool(len(hit)) and hit["status"].iloc[-1] != "failed"
+
+    def close(self, trials: Sequence[Any] = ()) -> None:
+        """Flush everything and stop the live view (idempotent)."""
+        self.sink.flush()
+        if self._view is not None:
+            self._refresh(trials)
+            self._view.stop()
+            self._view = None
+
+    def _refresh(self, trials: Sequence[Any]) -> None:
+        if self._view is None:
+            return
+        done = sum(t.status in ("TERMINATED", "ERROR") for t in trials)
+        running = sum(t.status == "RUNNING" for t in trials)
+        self._view.update(done=done, running=running, grokked=self.grokked)
+
+
+def error_text(trial: Any) -> str:
+    """The trial's error (the end of its trace), for the failed run row."""
+    text = None
+    try:
+        text = trial.get_error()
+        if not text:
+            exc = trial.get_pickled_error()
+            text = None if exc is None else repr(exc)
+    except Exception:
+        text = None
+    text = str(text or "trial failed (no error text recorded)").strip()
+    return text[-ERROR_CHARS:]
+
+
+def failed_rows(
+    sweep: str, trial_id: str, config: Mapping[str, Any], error: str
+) -> list[dict[str, Any]]:
+    """Run rows (status failed) for every run of a trial, config columns filled in."""
+    from sweepgrok.tasks import split_seed_for
+
+    cfg = from_flat(config["cfg"])
+    rows = []
+    for seed, run_id in zip(cfg.train.seed_list, run_ids_for(sweep, trial_id, cfg), strict=True):
+        member = cfg.member(seed)
+        flat = {**flatten(member), "task.data_seed": split_seed_for(cfg.task, seed)}
+        rows.append(
+            {
+                **flat,
+                "run_id": run_id,
+                "sweep": sweep,
+                "trial_id": trial_id,
+                "status": "failed",
+                "censored": True,
+                "error": error,
+            }
+        )
+    return rows

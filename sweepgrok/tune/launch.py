@@ -1,0 +1,188 @@
+"""Build and run (or restore) the Ray Tune experiment of a validated grid.
+
+Layout: the sweep folder ``<storage>/<name>/`` holds our Parquet (runs/, metrics/, geometry/)
+and Tune's own experiment state under ``tune/`` (what ``--resume`` restores from).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray import tune
+
+from sweepgrok.spaces import GridSpec, Resources
+from sweepgrok.tune.callback import ParquetCallback
+from sweepgrok.tune.trainable import FAIL_ONCE_ENV, trainable
+
+TUNE_DIR = "tune"
+"""Tune's experiment folder inside the sweep folder."""
+
+# Quiet by default: no usage stats, no per-trial CSV/JSON/TensorBoard files (our Parquet is the
+# record), deduplicated worker logs. setdefault: the user's environment wins.
+QUIET_ENV = {
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1",
+    "RAY_DEDUP_LOGS": "1",
+    # Forced snapshots (a trial checkpointed num_to_keep times) are what keeps --resume exact.
+    "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",
+    "RAY_AIR_NEW_OUTPUT": "0",
+}
+# Loggers that warn about things we chose (no result.json: rows go to Parquet instead).
+QUIET_LOGGERS = ("ray.tune.analysis.experiment_analysis", "ray.tune.tune", "ray.tune")
+# Forwarded to the trial workers (a cluster's workers do not share the driver's environment).
+FORWARDED_ENV = (FAIL_ONCE_ENV,)
+
+
+@dataclass
+class Outcome:
+    """What happened to the trials of one launch."""
+
+    total: int
+    terminated: int
+    errored: int
+
+    @property
+    def unfinished(self) -> int:
+        return self.total - self.terminated - self.errored
+
+
+def tune_dir(sweep_dir: str | Path) -> Path:
+    return Path(sweep_dir).resolve() / TUNE_DIR
+
+
+def can_resume(sweep_dir: str | Path) -> bool:
+    """True if Tune left a restorable experiment in the sweep folder."""
+    return tune.Tuner.can_restore(str(tune_dir(sweep_dir)))
+
+
+def start_ray(address: str | None, num_cpus: int | None = None) -> None:
+    """Connect to `address` (or $RAY_ADDRESS), else start an embedded local Ray."""
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    env = {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}
+    runtime_env = {"env_vars": env} if env else None
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    common: dict[str, Any] = {"log_to_driver": False, "logging_level": "WARNING"}
+    if address:
+        ray.init(address=address, runtime_env=runtime_env, **common)
+        return
+    # "local" forces a fresh embedded Ray even if another cluster runs on this machine.
+    ray.init(
+        address="local",
+        num_cpus=num_cpus,
+        include_dashboard=False,
+        runtime_env=runtime_env,
+        **common,
+    )
+
+
+def trial_dirname(trial: Any) -> str:
+    """Short trial folders (Tune's default embeds the whole flat config in the name)."""
+    return str(trial.trial_id)
+
+
+def _param_space(trials: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> dict:
+    # One grid_search axis over full flat configs: zipped axes are not a Tune cross product.
+    return {"sweep": dict(meta), "cfg": tune.grid_search([dict(t) for t in trials])}
+
+
+def build_tuner(
+    trials: Sequence[Mapping[str, Any]],
+    *,
+    sweep: str,
+    sweep_dir: Path,
+    resources: Resources,
+    max_concurrent: int | None,
+    max_failures: int,
+    checkpoint_every: int | None,
+    callback: ParquetCallback,
+) -> tune.Tuner:
+    """A fresh Tuner: one trial per expanded grid config."""
+    meta = {"name": sweep, "cpu": resources.cpu, "checkpoint_every": checkpoint_every}
+    run_config = tune.RunConfig(
+        name=TUNE_DIR,
+        storage_path=str(Path(sweep_dir).resolve()),
+        failure_config=tune.FailureConfig(max_failures=max_failures),
+        checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
+        callbacks=[callback],
+        verbose=0,
+    )
+    tune_config = tune.TuneConfig(
+        max_concurrent_trials=max_concurrent,
+        reuse_actors=True,
+        trial_dirname_creator=trial_dirname,
+    )
+    return tune.Tuner(
+        tune.with_resources(trainable, resources.as_ray()),
+        param_space=_param_space(trials, meta),
+        tune_config=tune_config,
+        run_config=run_config,
+    )
+
+
+def restore_tuner(sweep_dir: Path, resources: Resources, callback: ParquetCallback) -> tune.Tuner:
+    """Restore the sweep's Tune experiment: finished trials stay finished, the rest resume."""
+    tuner = tune.Tuner.restore(
+        str(tune_dir(sweep_dir)),
+        tune.with_resources(trainable, resources.as_ray()),
+        resume_unfinished=True,
+        resume_errored=True,
+    )
+    # Tune restores the pickled callbacks of the first launch; use this session's instead
+    # (fresh live view, this session's sweep path). No public setter exists in Ray 2.60.
+    internal = getattr(tuner, "_local_tuner", None)
+    if internal is not None:
+        internal.get_run_config().callbacks = [callback]
+    return tuner
+
+
+def run_tuner(tuner: tune.Tuner, total: int, callback: ParquetCallback) -> Outcome:
+    """Fit, always flushing the rows, and count how the trials ended."""
+    try:
+        results = tuner.fit()
+    finally:
+        callback.close()
+    errored = results.num_errors
+    terminated = results.num_terminated
+    return Outcome(total=total, terminated=terminated, errored=errored)
+
+
+def launch_grid(
+    spec: GridSpec,
+    sweep_dir: Path,
+    *,
+    address: str | None = None,
+    max_concurrent: int | None = None,
+    resume: bool = False,
+    num_cpus: int | None = None,
+    live: bool = True,
+) -> Outcome:
+    """Run (or, with `resume`, restore and finish) a grid's trials; rows land in sweep_dir."""
+    s = spec.settings
+    callback = ParquetCallback(sweep_dir, s.name, len(spec.trials), live=live)
+    start_ray(address, num_cpus)
+    try:
+        if resume and can_resume(sweep_dir):
+            tuner = restore_tuner(sweep_dir, s.resources, callback)
+        else:
+            tuner = build_tuner(
+                [t.flat for t in spec.trials],
+                sweep=s.name,
+                sweep_dir=sweep_dir,
+                resources=s.resources,
+                max_concurrent=max_concurrent or s.max_concurrent,
+                max_failures=s.max_failures,
+                checkpoint_every=s.checkpoint_every,
+                callback=callback,
+            )
+        return run_tuner(tuner, len(spec.trials), callback)
+    finally:
+        ray.shutdown()

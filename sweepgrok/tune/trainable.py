@@ -1,0 +1,140 @@
+"""The Ray Tune function trainable: one grid trial = one call of the shared trainer.
+
+Rows are not written here: on a cluster a trial's local files are lost (RAY_NOTES.md), so each
+evaluation's rows travel inside ``tune.report`` to the driver, whose callback writes Parquet.
+
+Trial config layout (the Tuner's param space): ``{"cfg": <flat trial config>, "sweep": {...}}``
+where ``sweep`` holds settings shared by every trial (name, checkpoint cadence, CPU share).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ray import tune
+
+from sweepgrok.config import Config, from_flat
+
+PAYLOAD = "_sweepgrok_rows"
+"""Result key holding the evaluation's rows as JSON text (metrics, geometry, finished)."""
+CKPT_FLAG = "_sweepgrok_checkpoint"
+"""Result key set when the result carries a checkpoint: the driver flushes rows before it."""
+FAIL_ONCE_ENV = "SWEEPGROK_TEST_FAIL_ONCE"
+"""Test-only hook: a directory; each trial raises once (marker file per trial), right after
+the second evaluation that follows its first checkpoint, so its retry re-emits rows."""
+
+
+def run_ids_for(sweep: str, trial_id: str, cfg: Config) -> list[str]:
+    """Stable run ids: the trial id survives retries and restores; packed seeds add the seed."""
+    stem = f"{sweep}-{trial_id}" if sweep else trial_id
+    if cfg.train.seeds is None:
+        return [stem]
+    return [f"{stem}-s{seed}" for seed in cfg.train.seed_list]
+
+
+def node_id() -> str:
+    """The Ray node this trial runs on (its hex id), else the host name."""
+    import ray
+
+    try:
+        return str(ray.get_runtime_context().get_node_id())
+    except Exception:
+        return socket.gethostname()
+
+
+def encode_rows(report: Any) -> str:
+    """An EvalReport's rows as JSON (NaN allowed: a diverged run has non-finite losses)."""
+    return json.dumps(
+        {"metrics": report.metrics, "geometry": report.geometry, "finished": report.finished},
+        default=str,
+    )
+
+
+def summary(report: Any) -> dict[str, Any]:
+    """Small scalar metrics Tune shows and stores (the rows themselves are in PAYLOAD)."""
+    accs = [r.get("test_acc") for r in report.metrics if r.get("test_acc") is not None]
+    best = max((a for a in accs if math.isfinite(a)), default=0.0)
+    return {"step": report.step, "test_acc": best, "runs_finished": len(report.finished)}
+
+
+def set_threads(cpu_share: float) -> None:
+    """One torch intra-op thread per CPU the trial asked for (Ray does not set this)."""
+    import torch
+
+    torch.set_num_threads(max(1, int(cpu_share)))
+
+
+class _Reporter:
+    """on_eval hook: report every evaluation, with a checkpoint every `every` evaluations."""
+
+    def __init__(self, every: int, trial_id: str, run_ids: Sequence[str]) -> None:
+        self.every = every
+        self.trial_id = trial_id
+        self.active = len(run_ids)  # runs still training after the latest evaluation
+        self.evals = 0
+        self.fail_dir = os.environ.get(FAIL_ONCE_ENV)
+        self.checkpointed = 0
+
+    def __call__(self, report: Any) -> None:
+        self.evals += 1
+        self.active = len(report.metrics) - len(report.finished)
+        metrics = {**summary(report), PAYLOAD: encode_rows(report)}
+        # No checkpoint at the last evaluation: nothing would resume from it.
+        if self.active > 0 and self.evals % self.every == 0:
+            with tempfile.TemporaryDirectory(prefix="sweepgrok-ckpt-") as tmp:
+                report.save_checkpoint(tmp)
+                metrics[CKPT_FLAG] = True
+                # Tune copies the directory into the trial's storage before report returns.
+                tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(tmp))
+            self.checkpointed = self.evals
+        else:
+            tune.report(metrics)
+        self._maybe_fail()
+
+    def _maybe_fail(self) -> None:
+        if not self.fail_dir or not self.checkpointed or self.active <= 0:
+            return
+        if self.evals != self.checkpointed + 2:
+            return
+        marker = Path(self.fail_dir) / f"failed-{self.trial_id}"
+        if marker.exists():
+            return
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text("1")
+        raise RuntimeError(f"{FAIL_ONCE_ENV}: planned failure of trial {self.trial_id}")
+
+
+def trainable(config: Mapping[str, Any]) -> None:
+    """Build the Config, resume from Tune's checkpoint if any, train, report every eval."""
+    from sweepgrok.trainer import train
+
+    meta = dict(config.get("sweep") or {})
+    cfg = from_flat(config["cfg"], f"trial of sweep {meta.get('name', '')}")
+    set_threads(float(meta.get("cpu", 1.0)))
+    trial_id = tune.get_context().get_trial_id() or "local"
+    sweep = str(meta.get("name", ""))
+    run_ids = run_ids_for(sweep, trial_id, cfg)
+    every = int(meta.get("checkpoint_every") or cfg.train.checkpoint_every)
+    reporter = _Reporter(every, trial_id, run_ids)
+    extra = {"trial_id": trial_id, "node_id": node_id(), "host": socket.gethostname()}
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is None:
+        train(cfg, None, run_ids=run_ids, sweep=sweep, on_eval=reporter, run_extra=extra)
+        return
+    with checkpoint.as_directory() as resume_dir:
+        train(
+            cfg,
+            None,
+            run_ids=run_ids,
+            sweep=sweep,
+            on_eval=reporter,
+            run_extra=extra,
+            resume_from=resume_dir,
+        )
