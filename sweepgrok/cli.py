@@ -23,3 +23,9 @@ def main() -> None:
 from sweepgrok.cli_train import train  # noqa: E402
 
 app.command()(train)
+from sweepgrok.cli_launch import launch  # noqa: E402
+
+app.command()(launch)
+from sweepgrok.cli_validate import validate  # noqa: E402
+
+app.command()(validate)

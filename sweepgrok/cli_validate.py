@@ -1,0 +1,76 @@
+"""`sweepgrok validate FILE.yaml`: check a trial, grid or search file without running anything.
+
+Exit 0 with a one-line summary ("grid quickstart: 8 trials"), or 2 with the message naming the
+file, the key and the allowed values.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from sweepgrok.cli_launch import fail
+from sweepgrok.config import SECTIONS, ConfigError, load_config, read_yaml
+from sweepgrok.spaces import is_grid_doc, load_grid
+
+
+def kind_of(doc: Mapping[str, Any]) -> str:
+    """search (has `search:`), grid (grid/zip, or base + seeds), or trial (config sections)."""
+    if "search" in doc:
+        return "search"
+    if is_grid_doc(doc):
+        return "grid"
+    if not doc or all(k in SECTIONS for k in doc):
+        return "trial"
+    if "base" in doc:
+        return "grid"  # a single-trial grid (base only); load_grid names any bad key
+    return "trial"  # from_tree names the unknown section
+
+
+def _search_summary(path: Path) -> str:
+    try:
+        module = importlib.import_module("sweepgrok.search_file")
+    except ModuleNotFoundError:
+        raise ConfigError(
+            f"{path}: search files need sweepgrok.search_file (not installed)"
+        ) from None
+    spec = module.load_search(path)
+    name = getattr(getattr(spec, "settings", spec), "name", path.stem)
+    trials = getattr(spec, "n_trials", None) or getattr(spec, "num_samples", None)
+    return f"search {name}" + (f": {trials} trials" if trials else "")
+
+
+def summarize(path: Path) -> str:
+    """Validate `path` and describe it in one line; raises ConfigError on any mistake."""
+    doc = read_yaml(path) or {}
+    if not isinstance(doc, Mapping):
+        raise ConfigError(f"{path}: must be a mapping (a trial, grid or search file)")
+    kind = kind_of(doc)
+    if kind == "search":
+        return _search_summary(path)
+    if kind == "grid":
+        spec = load_grid(path)
+        varying = f" over {', '.join(spec.varying)}" if spec.varying else ""
+        return f"grid {spec.settings.name}: {len(spec.trials)} trials{varying}"
+    cfg = load_config(path)
+    seeds = cfg.train.seed_list
+    return (
+        f"trial {path.stem}: {cfg.model.arch} on {cfg.task.name} (p={cfg.task.p}), "
+        f"{len(seeds)} seed(s), {cfg.train.max_steps} steps"
+    )
+
+
+def validate(
+    file: Annotated[
+        Path, typer.Argument(help="Trial, grid or search file (YAML).", show_default=False)
+    ],
+) -> None:
+    """Check a trial, grid or search file: a one-line summary (exit 0) or the error (exit 2)."""
+    try:
+        typer.echo(summarize(file))
+    except ConfigError as err:
+        raise fail(str(err)) from None
