@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 from sweepgrok.config import GeomDRConfig
 
@@ -174,22 +176,56 @@ def fourier_concentration(w: Tensor, top: int) -> tuple[Tensor, Tensor]:
     return frac, (idx + 1).to(torch.int64)
 
 
+class _TailVariance(torch.autograd.Function):
+    """``trace(C) - sum_{j <= d*} mu_j`` of centred ``zc`` (..., N, d), with a closed-form
+    backward.
+
+    With ``V`` the top-d* eigenvectors of C, ``dP/dC = I - V V^T``, so
+    ``dP/dZ~ = 2 / (N-1) * (Z~ - (Z~ V) V^T)``: two thin (N x d x d*) products instead of
+    autograd's two full (N x d x d) products through ``Z~^T Z~`` plus the eigh backward. That
+    is what made the unsubsampled penalty cost ~3x a plain step; see benchmarks/bench_geomdr.
+    In the N x N Gram form the same projection is ``(U U^T) Z~`` with U the top eigenvectors
+    of ``Z~ Z~^T`` (``Z~ V = U S``). Only eigenvectors of the top d*, the largest and best
+    separated eigenvalues, enter: ties or zeros elsewhere are harmless, and a tie across the
+    cut gives one valid subgradient. No eigenvalue differences are ever divided by.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, zc: Tensor, target_dim: int) -> Tensor:
+        n, d = zc.shape[-2], zc.shape[-1]
+        evals, evecs = torch.linalg.eigh(_small_gram(zc))  # ascending
+        top = evecs[..., -target_dim:]  # (..., min(N, d), d*)
+        ctx.save_for_backward(zc, top)
+        ctx.wide = n < d  # top lives on the sample side (N x N Gram)
+        trace = zc.square().sum(dim=(-2, -1)) / (n - 1)
+        return trace - evals[..., -target_dim:].sum(dim=-1)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
+        zc, top = ctx.saved_tensors
+        inside = top @ (top.mT @ zc) if ctx.wide else (zc @ top) @ top.mT
+        scale = grad * (2.0 / (zc.shape[-2] - 1))
+        return scale[..., None, None] * (zc - inside), None
+
+
 def geomdr_penalty(z: Tensor, target_dim: int) -> Tensor:
     """GeomDR loss of one layer: ``sum_{j > d*} mu_j`` of the covariance of ``z`` (..., N, d).
 
-    Returns (...,), differentiable in ``z``. Computed as ``trace(C) - sum_{j <= d*} mu_j``,
-    which equals the tail sum, because:
+    Returns (...,), differentiable in ``z`` (first order; no double backward). Computed as
+    ``trace(C) - sum_{j <= d*} mu_j``, which equals the tail sum, because:
 
-    - the trace is ``||Z~||_F^2 / (N-1)``: exact, no eigensolver, plain gradient;
-    - only the top d* eigenvalues come from ``eigvalsh``, whose backward is
-      ``V_top V_top^T`` (eigenvectors only, no ``1/(mu_i - mu_j)`` term: that term belongs to
-      the eigenvector gradient, which ``eigvalsh`` never needs). Repeated or zero eigenvalues,
-      even a tie across the d* cut, give a finite gradient (a valid subgradient at a tie);
+    - the trace is ``||Z~||_F^2 / (N-1)``: exact, no eigensolver;
+    - only the top d* eigenpairs are used; the gradient ``2/(N-1) Z~ (I - V_top V_top^T)`` is
+      written out (``_TailVariance``), so it never divides by eigenvalue gaps (the NaN/inf of
+      the eigh backward at repeated eigenvalues) and costs thin products only. Repeated or
+      zero eigenvalues, even a tie across the d* cut, give a finite gradient (a subgradient);
     - the eigenproblem is the smaller Gram matrix (N x N when N < d), so a subsample is cheap.
 
     0 (no gradient) when d* >= d or d* >= N - 1: the covariance has rank <= min(d, N - 1), so
     the tail is exactly empty. Rounding can make the value a few ulps below 0 when the tail is
-    ~0; it is not clamped, so the gradient stays the true one.
+    ~0; it is not clamped, so the gradient stays the true one. The eigensolver runs in z's
+    dtype: cast z (``z.double()``) to get float64; the gradient flows back through the cast.
     """
     n, d = z.shape[-2], z.shape[-1]
     if target_dim < 0:
@@ -197,11 +233,10 @@ def geomdr_penalty(z: Tensor, target_dim: int) -> Tensor:
     if target_dim >= d or target_dim >= n - 1:
         return z.new_zeros(z.shape[:-2])
     zc = _centred(z)
-    trace = zc.square().sum(dim=(-2, -1)) / (n - 1)
     if target_dim == 0:
-        return trace
-    eigs = torch.linalg.eigvalsh(_small_gram(zc))  # ascending
-    return trace - eigs[..., -target_dim:].sum(dim=-1)
+        return zc.square().sum(dim=(-2, -1)) / (n - 1)
+    out: Tensor = _TailVariance.apply(zc, target_dim)
+    return out
 
 
 def geomdr_lambda(step: int, cfg: GeomDRConfig) -> float:

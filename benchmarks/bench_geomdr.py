@@ -1,0 +1,158 @@
+"""Cost of a GeomDR training step relative to a plain one (paper-2 MLP, addition mod 97).
+
+Run: ``python -m benchmarks.bench_geomdr [--rounds 5 --steps 4 --members 1]``.
+
+One full-batch AdamW step (forward, backward, update) of a paper-2-shaped MLP: embeddings of a
+and b (d_model each) concatenated, ``n_layers`` ReLU hidden layers of width d_mlp, linear
+readout; addition mod 97 with train fraction 0.3 (2,823 examples). The GeomDR variants add
+``lambda * sum_l geomdr_penalty(h_l[subset], d*)`` over every hidden layer, with a fresh seeded
+subset per step, as the trainer does. Variants are timed interleaved (round-robin, several
+rounds, median per step) so that load from other processes on a shared machine hits them all
+alike; only ratios are printed as results (absolute times vary with the machine).
+
+The model is built here, not taken from sweepgrok.models, so the benchmark measures the penalty
+alone and does not move when the model code changes; the shapes match sweepgrok's MLP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import pairwise
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from sweepgrok.geometry import geomdr_penalty, subsample_indices
+
+
+class BatchedMLP(nn.Module):
+    """E independent MLPs in lockstep (the trainer's layout): x (E, N, 2) -> logits (E, N, p)."""
+
+    def __init__(self, members: int, p: int, d_model: int, d_mlp: int, n_layers: int) -> None:
+        super().__init__()
+        widths = [2 * d_model] + [d_mlp] * n_layers
+        self.embed = nn.Parameter(torch.randn(members, p, d_model))
+        self.weights = nn.ParameterList(
+            [nn.Parameter(torch.randn(members, a, b) / a**0.5) for a, b in pairwise(widths)]
+        )
+        self.biases = nn.ParameterList(
+            [nn.Parameter(torch.zeros(members, 1, b)) for b in widths[1:]]
+        )
+        self.readout = nn.Parameter(torch.randn(members, d_mlp, p) / d_mlp**0.5)
+
+    def forward(self, x: Tensor, hidden: list[Tensor] | None = None) -> Tensor:
+        e, n = x.shape[:2]
+        rows = torch.arange(e).view(e, 1, 1)
+        h = self.embed[rows, x].reshape(e, n, -1)  # (E, N, 2 d_model)
+        for w, b in zip(self.weights, self.biases, strict=True):
+            h = F.relu(torch.bmm(h, w) + b)  # (E, N, d_mlp)
+            if hidden is not None:
+                hidden.append(h)
+        return torch.bmm(h, self.readout)
+
+
+def addition_split(p: int, fraction: float, seed: int) -> tuple[Tensor, Tensor]:
+    """Training pairs (N, 2) and labels (N,) of a + b mod p: a seeded fraction of the table."""
+    a, b = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
+    x = torch.stack([a.flatten(), b.flatten()], dim=1)
+    keep = torch.randperm(p * p, generator=torch.Generator().manual_seed(seed))
+    keep = keep[: round(fraction * p * p)]
+    return x[keep], (x[keep].sum(1) % p)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of taking a step: plain, or GeomDR at a subsample fraction and eigen dtype."""
+
+    name: str
+    geomdr: bool = False
+    subsample: float = 1.0
+    dtype: torch.dtype = torch.float32
+
+
+def make_step(v: Variant, args: argparse.Namespace, x: Tensor, y: Tensor) -> Callable[[], None]:
+    """A closure that takes one optimizer step of a fresh model (same init for every variant)."""
+    torch.manual_seed(0)
+    model = BatchedMLP(args.members, args.p, args.d_model, args.d_mlp, args.n_layers)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1.0, foreach=True)
+    gen = torch.Generator().manual_seed(1)
+    e, n = x.shape[:2]
+
+    def step() -> None:
+        hidden: list[Tensor] | None = [] if v.geomdr else None
+        logits = model(x, hidden)
+        loss = F.cross_entropy(logits.reshape(e * n, -1), y.reshape(-1), reduction="sum") / n
+        if hidden:
+            idx = subsample_indices(n, v.subsample, gen, x.device)
+            penalty = logits.new_zeros(e)
+            for h in hidden:
+                z = h if idx is None else h[:, idx]
+                penalty = penalty + geomdr_penalty(z.to(v.dtype), args.target_dim).to(h.dtype)
+            loss = loss + 0.1 * penalty.sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def time_steps(step: Callable[[], None], k: int) -> float:
+    """Seconds per step over k steps."""
+    t0 = time.perf_counter()
+    for _ in range(k):
+        step()
+    return (time.perf_counter() - t0) / k
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds")
+    ap.add_argument("--steps", type=int, default=4, help="steps per variant per round")
+    ap.add_argument("--members", type=int, default=1, help="seeds in lockstep (E)")
+    ap.add_argument("--p", type=int, default=97)
+    ap.add_argument("--train-fraction", type=float, default=0.3)
+    ap.add_argument("--d-model", type=int, default=128)
+    ap.add_argument("--d-mlp", type=int, default=512)
+    ap.add_argument("--n-layers", type=int, default=2)
+    ap.add_argument("--target-dim", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)  # the machine is shared; ratios hold per thread
+
+    x1, y1 = addition_split(args.p, args.train_fraction, seed=0)
+    x = x1.expand(args.members, *x1.shape).contiguous()
+    y = y1.expand(args.members, *y1.shape).contiguous()
+    variants = [
+        Variant("plain"),
+        Variant("geomdr sub 1.0", True, 1.0),
+        Variant("geomdr sub 0.1", True, 0.1),
+        Variant("geomdr sub 1.0 f64", True, 1.0, torch.float64),
+        Variant("geomdr sub 0.1 f64", True, 0.1, torch.float64),
+    ]
+    steps = {v.name: make_step(v, args, x, y) for v in variants}
+    for s in steps.values():  # warm-up: allocator, LAPACK workspaces
+        s()
+    times: dict[str, list[float]] = {v.name: [] for v in variants}
+    for _ in range(args.rounds):
+        for v in variants:
+            times[v.name].append(time_steps(steps[v.name], args.steps))
+
+    med = {name: statistics.median(ts) for name, ts in times.items()}
+    n = x.shape[1]
+    print(
+        f"GeomDR step cost vs plain: MLP {args.n_layers}x{args.d_mlp} (d_model {args.d_model}), "
+        f"add mod {args.p}, N={n} full batch, E={args.members}, d*={args.target_dim}, "
+        f"{args.threads} thread(s), median of {args.rounds} interleaved rounds x {args.steps}"
+    )
+    print(f"{'variant':<22}{'ratio':>8}{'ms/step':>10}")
+    for v in variants:
+        print(f"{v.name:<22}{med[v.name] / med['plain']:>8.2f}{1e3 * med[v.name]:>10.1f}")
+
+
+if __name__ == "__main__":
+    main()
