@@ -96,11 +96,21 @@ def _check_fractions(metrics: pd.DataFrame) -> None:
             )
 
 
-def _first_step(metrics: pd.DataFrame, mask: pd.Series, index: pd.Index) -> pd.Series:
-    """Per run, the smallest step where `mask` holds (NA where it never does)."""
-    hit = metrics.loc[mask.fillna(False).to_numpy(bool), ["run_id", "step"]]
-    first = hit.groupby("run_id", observed=True, sort=False)["step"].min()
-    return first.reindex(index).astype("Int64")
+def _first_step(steps: np.ndarray, codes: np.ndarray, mask: pd.Series, n: int) -> pd.Series:
+    """Per run code 0..n-1, the smallest step where `mask` holds (NA where it never does)."""
+    hit = mask.fillna(False).to_numpy(bool)
+    first = pd.Series(steps[hit]).groupby(codes[hit]).min()
+    return first.reindex(range(n)).astype("Int64")
+
+
+def _in_step_order(metrics: pd.DataFrame, codes: np.ndarray) -> pd.DataFrame:
+    # The running maximum of D_eff needs each run's rows in step order. The readers sort by
+    # (run_id, step); other frames (pd.read_parquet of a folder) are sorted here, once.
+    steps = metrics["step"].to_numpy()
+    dc, ds = np.diff(codes), np.diff(steps)
+    if bool(np.all((dc > 0) | ((dc == 0) & (ds >= 0)))):
+        return metrics
+    return metrics.iloc[np.lexsort((steps, codes))]
 
 
 def run_events(
@@ -116,26 +126,31 @@ def run_events(
     over a run); conflicting ones are resolved by the readers, which keep the last write.
     """
     _check_fractions(metrics)
-    grouped = metrics.groupby("run_id", observed=True, sort=True)
+    # Group by integer codes: one factorize instead of hashing the run_id strings per groupby.
+    codes, ids = pd.factorize(metrics["run_id"], sort=True)
+    ordered = _in_step_order(metrics, codes)
+    if ordered is not metrics:
+        metrics = ordered
+        codes, ids = pd.factorize(metrics["run_id"], sort=True)
+    n, steps = len(ids), metrics["step"].to_numpy()
     out = pd.DataFrame(
         {
-            "steps_run": grouped["step"].max().astype("Int64"),
-            "peak_test_acc": grouped["test_acc"].max(),
+            "steps_run": metrics["step"].groupby(codes).max().astype("Int64"),
+            "peak_test_acc": metrics["test_acc"].groupby(codes).max(),
         }
     )
-    out["fit_step"] = _first_step(
-        metrics, metrics["train_acc"] >= fit_threshold - _ACC_EPS, out.index
-    )
+    out["fit_step"] = _first_step(steps, codes, metrics["train_acc"] >= fit_threshold - _ACC_EPS, n)
     for theta in grok_thresholds:
         mask = metrics["test_acc"] >= theta - _ACC_EPS
-        out[f"grok_step_{tag(theta)}"] = _first_step(metrics, mask, out.index)
+        out[f"grok_step_{tag(theta)}"] = _first_step(steps, codes, mask, n)
     deff = metrics.get("deff")
     if deff is not None and deff.notna().any():
         # cummax skips NaN (evaluations without geometry); NaN < x is False, so they never hit.
-        running = deff.groupby(metrics["run_id"], observed=True).cummax()
-        out["collapse_step"] = _first_step(metrics, deff < collapse_fraction * running, out.index)
+        running = deff.groupby(codes).cummax()
+        out["collapse_step"] = _first_step(steps, codes, deff < collapse_fraction * running, n)
     else:
         out["collapse_step"] = pd.Series(pd.NA, index=out.index, dtype="Int64")
+    out.index = pd.Index(ids, name="run_id")
     return out
 
 
@@ -383,6 +398,15 @@ def iter_groups(
         return
     for key, rows in summary.groupby(list(by), dropna=False, sort=True):
         yield tuple(key), rows
+
+
+def run_labels(summary: pd.DataFrame, by: Sequence[str]) -> pd.Series:
+    """run_id -> its group's label (for plots and per-run tables)."""
+    parts = [
+        pd.Series(group_label(by, values), index=rows["run_id"].to_numpy())
+        for values, rows in iter_groups(summary, by)
+    ]
+    return pd.concat(parts) if parts else pd.Series(dtype=str)
 
 
 def times_and_censoring(rows: pd.DataFrame, threshold: float) -> tuple[np.ndarray, np.ndarray]:

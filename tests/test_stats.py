@@ -105,6 +105,16 @@ def test_float32_rounded_accuracy_counts(crafted: pd.DataFrame) -> None:
     assert crafted.loc["f32", "grok_step_99"] == 200
 
 
+def test_unsorted_frame_gives_the_same_events(tmp_path: Path) -> None:
+    sink = ParquetSink(tmp_path)
+    write_run(sink, "a", [0.0, 0.96, 1.0, 1.0], deff=[4.0, 10.0, 3.0, 2.0])
+    write_run(sink, "b", [0.0, 0.2, 0.99, 0.5], deff=[9.0, 8.0, 7.0, 1.0])
+    metrics, _ = stats.read_sweeps(tmp_path)
+    shuffled = metrics.sample(frac=1.0, random_state=1)  # e.g. pd.read_parquet of a folder
+    pd.testing.assert_frame_equal(stats.run_events(metrics), stats.run_events(shuffled))
+    assert stats.run_events(shuffled).loc["a", "collapse_step"] == 200
+
+
 def test_percent_accuracies_are_refused() -> None:
     metrics = pd.DataFrame(
         {"run_id": ["a", "a"], "step": [0, 100], "train_acc": [50.0, 99.0], "test_acc": [1, 2.0]}
