@@ -10,8 +10,13 @@ subset per step, as the trainer does. Variants are timed interleaved (round-robi
 rounds, median per step) so that load from other processes on a shared machine hits them all
 alike; only ratios are printed as results (absolute times vary with the machine).
 
-The model is built here, not taken from sweepgrok.models, so the benchmark measures the penalty
-alone and does not move when the model code changes; the shapes match sweepgrok's MLP.
+Two sources, both by default (``--source local|trainer|both``):
+
+- ``local``: a model built here (not sweepgrok.models), so the numbers isolate the penalty and
+  do not move when the model code changes; also times the eigensolver in float64.
+- ``trainer``: the real path, ``sweepgrok.trainer.Trainer`` built from
+  ``search_spaces/trial_geomdr_mlp97.yaml`` and its one-step method ``_train_step(lambda)``
+  (lambda 0 is the plain step: no hidden states are kept, no penalty is built).
 """
 
 from __future__ import annotations
@@ -109,10 +114,66 @@ def time_steps(step: Callable[[], None], k: int) -> float:
     return (time.perf_counter() - t0) / k
 
 
+def trainer_steps(args: argparse.Namespace) -> dict[str, Callable[[], None]]:
+    """Plain and GeomDR steps of sweepgrok's own trainer on the trial_geomdr_mlp97 config."""
+    from sweepgrok.config import load_config
+    from sweepgrok.trainer import Trainer
+
+    def trainer(subsample: float) -> Trainer:
+        sets = [
+            f"geomdr.subsample={subsample}",
+            f"geomdr.target_dim={args.target_dim}",
+            f"train.seeds={list(range(args.members))}",
+            "train.device=cpu",
+        ]
+        return Trainer(load_config("search_spaces/trial_geomdr_mlp97.yaml", sets))
+
+    full, sub = trainer(1.0), trainer(0.1)
+    return {
+        "plain": lambda: full._train_step(0.0),
+        "geomdr sub 1.0": lambda: full._train_step(0.1),
+        "geomdr sub 0.1": lambda: sub._train_step(0.1),
+    }
+
+
+def local_steps(args: argparse.Namespace) -> dict[str, Callable[[], None]]:
+    """Plain and GeomDR steps of the model built here, eigensolver in float32 and float64."""
+    x1, y1 = addition_split(args.p, args.train_fraction, seed=0)
+    x = x1.expand(args.members, *x1.shape).contiguous()
+    y = y1.expand(args.members, *y1.shape).contiguous()
+    variants = [
+        Variant("plain"),
+        Variant("geomdr sub 1.0", True, 1.0),
+        Variant("geomdr sub 0.1", True, 0.1),
+        Variant("geomdr sub 1.0 f64", True, 1.0, torch.float64),
+        Variant("geomdr sub 0.1 f64", True, 0.1, torch.float64),
+    ]
+    return {v.name: make_step(v, args, x, y) for v in variants}
+
+
+def measure(steps: dict[str, Callable[[], None]], rounds: int, k: int) -> dict[str, float]:
+    """Median seconds per step of each variant, timed round-robin after one warm-up step."""
+    for s in steps.values():  # warm-up: allocator, LAPACK workspaces
+        s()
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(rounds):
+        for name, s in steps.items():
+            times[name].append(time_steps(s, k))
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def report(title: str, med: dict[str, float]) -> None:
+    print(title)
+    print(f"  {'variant':<22}{'ratio':>8}{'ms/step':>10}")
+    for name, t in med.items():
+        print(f"  {name:<22}{t / med['plain']:>8.2f}{1e3 * t:>10.1f}")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds")
-    ap.add_argument("--steps", type=int, default=4, help="steps per variant per round")
+    ap.add_argument("--source", choices=["local", "trainer", "both"], default="both")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
+    ap.add_argument("--steps", type=int, default=3, help="steps per variant per round")
     ap.add_argument("--members", type=int, default=1, help="seeds in lockstep (E)")
     ap.add_argument("--p", type=int, default=97)
     ap.add_argument("--train-fraction", type=float, default=0.3)
@@ -124,34 +185,17 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)  # the machine is shared; ratios hold per thread
 
-    x1, y1 = addition_split(args.p, args.train_fraction, seed=0)
-    x = x1.expand(args.members, *x1.shape).contiguous()
-    y = y1.expand(args.members, *y1.shape).contiguous()
-    variants = [
-        Variant("plain"),
-        Variant("geomdr sub 1.0", True, 1.0),
-        Variant("geomdr sub 0.1", True, 0.1),
-        Variant("geomdr sub 1.0 f64", True, 1.0, torch.float64),
-        Variant("geomdr sub 0.1 f64", True, 0.1, torch.float64),
-    ]
-    steps = {v.name: make_step(v, args, x, y) for v in variants}
-    for s in steps.values():  # warm-up: allocator, LAPACK workspaces
-        s()
-    times: dict[str, list[float]] = {v.name: [] for v in variants}
-    for _ in range(args.rounds):
-        for v in variants:
-            times[v.name].append(time_steps(steps[v.name], args.steps))
-
-    med = {name: statistics.median(ts) for name, ts in times.items()}
-    n = x.shape[1]
     print(
-        f"GeomDR step cost vs plain: MLP {args.n_layers}x{args.d_mlp} (d_model {args.d_model}), "
-        f"add mod {args.p}, N={n} full batch, E={args.members}, d*={args.target_dim}, "
-        f"{args.threads} thread(s), median of {args.rounds} interleaved rounds x {args.steps}"
+        f"GeomDR step cost / plain step: add mod {args.p}, train fraction "
+        f"{args.train_fraction}, full batch, E={args.members}, d*={args.target_dim}, "
+        f"{args.threads} thread(s); median of {args.rounds} interleaved rounds x {args.steps}"
     )
-    print(f"{'variant':<22}{'ratio':>8}{'ms/step':>10}")
-    for v in variants:
-        print(f"{v.name:<22}{med[v.name] / med['plain']:>8.2f}{1e3 * med[v.name]:>10.1f}")
+    if args.source in ("local", "both"):
+        shape = f"MLP {args.n_layers}x{args.d_mlp}, d_model {args.d_model}"
+        report(f"local model ({shape}):", measure(local_steps(args), args.rounds, args.steps))
+    if args.source in ("trainer", "both"):
+        med = measure(trainer_steps(args), args.rounds, args.steps)
+        report("sweepgrok.trainer (trial_geomdr_mlp97.yaml):", med)
 
 
 if __name__ == "__main__":
