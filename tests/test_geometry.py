@@ -191,6 +191,8 @@ def test_penalty_fast_backward_equals_plain_autograd(n: int, d: int) -> None:
         grads.append((value.detach(), z.grad))
     torch.testing.assert_close(grads[0][0], grads[1][0])
     torch.testing.assert_close(grads[0][1], grads[1][1])
+    with torch.no_grad():  # the value-only path (evaluation) agrees too
+        torch.testing.assert_close(geomdr_penalty(z0, 3), grads[1][0])
 
 
 def _grad(z: torch.Tensor, target: int) -> torch.Tensor:
