@@ -170,7 +170,7 @@ class Trainer:
             h = hidden[i]
             if idx[0] is not None:
                 h = _take(h, torch.stack([j for j in idx if j is not None]))
-            total = total + geo.geomdr_penalty(h, g.target_dim)
+            total = total + geo.geomdr_penalty(_finite(h), g.target_dim)
         return total
 
     def _train_step(self, lam: float) -> None:
@@ -223,8 +223,9 @@ class Trainer:
         if not g.enabled:
             return torch.full_like(hidden[0][:, 0, 0], math.nan)
         layers = g.layers if g.layers is not None else range(len(hidden))
-        return sum((geo.geomdr_penalty(hidden[i], g.target_dim) for i in layers),
-                   torch.zeros_like(hidden[0][:, 0, 0]))
+        total = sum((geo.geomdr_penalty(_finite(hidden[i]), g.target_dim) for i in layers),
+                    torch.zeros_like(hidden[0][:, 0, 0]))
+        return torch.where(_member_finite(hidden[-1]), total, math.nan)
 
     def _geometry(self, hidden: list[Tensor]) -> list[Tensor]:
         """Per layer: D_eff, rho, top-eigenvalue fraction on the fixed subsample; 3L x (E,)."""
@@ -233,10 +234,15 @@ class Trainer:
         out = []
         for h in hidden:
             z = _take(h, self.geo_idx)
+            ok = _member_finite(z)
+            z = _finite(z)
             eigs = geo.covariance_spectrum(z.double())
-            out.append(geo.participation_ratio(eigs).to(h.dtype))
-            out.append(geo.knn_distance(z, self.cfg.geometry.knn_k))
-            out.append((eigs[..., 0] / eigs.sum(-1).clamp_min(1e-30)).to(h.dtype))
+            vals = [
+                geo.participation_ratio(eigs).to(h.dtype),
+                geo.knn_distance(z, self.cfg.geometry.knn_k),
+                (eigs[..., 0] / eigs.sum(-1).clamp_min(1e-30)).to(h.dtype),
+            ]
+            out.extend(torch.where(ok, v, math.nan) for v in vals)
         return out
 
     def _fourier(self) -> tuple[Tensor, Tensor] | None:
@@ -398,6 +404,17 @@ def _take(t: Tensor, idx: Tensor) -> Tensor:
     """Per-member rows: t (E, N, ...) and idx (E, B) -> (E, B, ...)."""
     view = idx.view(*idx.shape, *([1] * (t.dim() - 2))).expand(*idx.shape, *t.shape[2:])
     return t.gather(1, view)
+
+
+def _member_finite(z: Tensor) -> Tensor:
+    """(E, ...) -> (E,) bool: the member's tensor is entirely finite."""
+    return torch.isfinite(z).flatten(1).all(1)
+
+
+def _finite(z: Tensor) -> Tensor:
+    # A diverged member's NaNs would make eigh raise for the whole batch: zero them (the
+    # member is recorded as NaN / diverged at this evaluation anyway).
+    return torch.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
 
 
 def _finite_or_none(x: float) -> float | None:

@@ -1,0 +1,5 @@
+"""`python -m sweepgrok` runs the CLI."""
+
+from sweepgrok.cli import app
+
+app()

@@ -1,0 +1,55 @@
+"""Parquet layout: one fixed schema, immutable parts, dedupe on read, any reader."""
+
+import duckdb
+import pandas as pd
+import pytest
+
+from sweepgrok.config import Config, flatten
+from sweepgrok.sink import METRICS_SCHEMA, RUNS_SCHEMA, ParquetSink, read_metrics, read_runs
+
+
+def _metric(run, step, acc, **kw):
+    return {"run_id": run, "step": step, "train_acc": acc, "test_acc": acc / 2, **kw}
+
+
+def test_fixed_schema_read_by_pandas_and_duckdb(tmp_path):
+    sink = ParquetSink(tmp_path, flush_rows=2)
+    sink.write_metrics([_metric("a", 0, 0.1), _metric("a", 10, 0.5)])  # flushed: no geometry
+    sink.write_metrics([_metric("b", 0, 0.2, deff=3.0, fourier_freqs="1,2")])
+    sink.write_run({**flatten(Config()), "run_id": "a", "status": "censored", "steps_run": 10})
+    files = sorted((tmp_path / "metrics").glob("*.parquet"))
+    assert len(files) == 2
+    df = pd.read_parquet(tmp_path / "metrics")
+    assert list(df.columns) == METRICS_SCHEMA.names and len(df) == 3  # no column dropped
+    query = f"select count(*), count(deff) from '{tmp_path}/metrics/*.parquet'"
+    n = duckdb.sql(query).fetchall()[0]
+    assert n == (3, 1)
+    runs = pd.read_parquet(tmp_path / "runs")
+    assert list(runs.columns) == RUNS_SCHEMA.names
+    assert runs.loc[0, "optim.betas"] == "[0.9, 0.98]" and runs.loc[0, "task.p"] == 113
+
+
+def test_readers_keep_the_last_written_row(tmp_path):
+    sink = ParquetSink(tmp_path)
+    sink.write_metrics([_metric("a", 0, 0.1), _metric("a", 10, 0.5)])
+    sink.flush()
+    sink.write_metrics([_metric("a", 10, 0.7), _metric("a", 20, 0.9)])  # a retry re-reports 10
+    sink.write_run({"run_id": "a", "status": "failed"})
+    sink.write_run({"run_id": "a", "status": "grokked"})
+    m = read_metrics(tmp_path)
+    assert m[["step", "train_acc"]].values.tolist() == [[0, 0.1], [10, 0.7], [20, 0.9]]
+    assert read_runs(tmp_path)["status"].tolist() == ["grokked"]
+    assert len(read_metrics(tmp_path, columns=["test_acc"]).columns) == 3  # keys + projection
+
+
+def test_no_temporary_files_left_and_unknown_columns_rejected(tmp_path):
+    sink = ParquetSink(tmp_path)
+    sink.write_metrics([_metric("a", 0, 0.1)])
+    sink.flush()
+    assert not list((tmp_path / "metrics").glob(".tmp-*"))
+    with pytest.raises(KeyError, match="not in the schema"):
+        sink.write_run({"run_id": "a", "mystery": 1})
+
+
+def test_empty_sweep_reads_as_empty_frame(tmp_path):
+    assert read_metrics(tmp_path).empty and list(read_runs(tmp_path).columns) == RUNS_SCHEMA.names

@@ -1,0 +1,50 @@
+"""Task tables and splits against hand-computed values (SCIENCE.md)."""
+
+import torch
+
+from sweepgrok.config import from_flat
+from sweepgrok.tasks import make_split, operation_table, s5_compose, s5_elements
+
+
+def _lookup(name, p):
+    x, y = operation_table(name, p)
+    return {(int(a), int(b)): int(c) for (a, b), c in zip(x, y, strict=True)}
+
+
+def test_modular_tables_by_hand():
+    add, sub, mul = _lookup("add", 7), _lookup("sub", 7), _lookup("mul", 7)
+    assert len(add) == 49 and add[(5, 4)] == 2 and add[(0, 0)] == 0
+    assert sub[(2, 5)] == 4 and sub[(5, 2)] == 3
+    assert mul[(3, 5)] == 1 and mul[(6, 6)] == 1
+
+
+def test_division_is_multiplication_by_the_inverse():
+    div = _lookup("div", 7)
+    assert len(div) == 7 * 6 and all(b != 0 for _, b in div)
+    # 3 / 5 mod 7: 5^-1 = 3 (5*3 = 15 = 1 mod 7), so 3 * 3 = 9 = 2.
+    assert div[(3, 5)] == 2
+    assert all((c * b) % 7 == a for (a, b), c in div.items())
+    assert div != {k: v for k, v in _lookup("mul", 7).items() if k[1]}  # not secretly mul
+
+
+def test_s5_convention_apply_y_then_x():
+    elems = s5_elements()
+    assert len(elems) == 120 and elems[0] == (0, 1, 2, 3, 4)
+    x, y = (1, 0, 2, 3, 4), (0, 2, 1, 3, 4)  # swap 0,1 and swap 1,2
+    # (x o y)(i) = x[y[i]]: i=1 -> y:2 -> x:2 ; i=2 -> y:1 -> x:0
+    assert s5_compose(x, y) == (1, 2, 0, 3, 4)
+    assert s5_compose(y, x) == (2, 0, 1, 3, 4)  # non-abelian
+    table = _lookup("s5", 0)
+    ix = {e: i for i, e in enumerate(elems)}
+    assert table[(ix[x], ix[y])] == ix[(1, 2, 0, 3, 4)]
+
+
+def test_split_seeded_by_data_seed_only():
+    cfg = from_flat({"task.p": 11, "task.train_fraction": 0.3}).task
+    a, b = make_split(cfg, 0), make_split(cfg, 0)
+    c = make_split(cfg, 1)
+    assert torch.equal(a.train_x, b.train_x) and not torch.equal(a.train_x, c.train_x)
+    assert a.train_x.shape == (round(0.3 * 121), 3) and a.test_x.shape[0] == 121 - 36
+    assert (a.train_x[:, 2] == 11).all()  # the '=' token is p
+    rows = {tuple(r) for r in a.train_x.tolist()} | {tuple(r) for r in a.test_x.tolist()}
+    assert len(rows) == 121  # disjoint and complete
