@@ -29,3 +29,6 @@ app.command()(launch)
 from sweepgrok.cli_validate import validate  # noqa: E402
 
 app.command()(validate)
+from sweepgrok.cli_analyze import analyze  # noqa: E402
+
+app.command()(analyze)

@@ -1,0 +1,315 @@
+"""Figures of a sweep, written as PNG files (the only module that imports seaborn/matplotlib).
+
+Every function takes the frames of sweepgrok.stats (metrics rows, the run summary) and a path,
+writes one PNG and returns its path. The Agg backend is forced: analysis runs on laptops and
+headless servers alike, never needing a display.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+from scipy import stats as sps
+
+from sweepgrok import stats
+
+_DPI = 120
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=_DPI)
+    plt.close(fig)
+    return path
+
+
+_PANELS_ABOVE = 6
+"""More groups than this: one small panel per group instead of one crowded axis."""
+_MAX_PANELS = 36
+
+
+def _palette(labels: Sequence[str]) -> dict[str, tuple[float, float, float]]:
+    # tab10 repeats after ten colours; husl stays distinct for many groups.
+    name = "tab10" if len(labels) <= 10 else "husl"
+    return dict(zip(labels, sns.color_palette(name, len(labels)), strict=True))
+
+
+def _label_order(summary: pd.DataFrame, by: Sequence[str]) -> list[str]:
+    return [stats.group_label(by, values) for values, _ in stats.iter_groups(summary, by)]
+
+
+def _wide(metrics: pd.DataFrame, column: str) -> pd.DataFrame:
+    """step x run_id table of `column`, each run held at its last value after it stops.
+
+    Runs stopped at their grok step (train.stop_after_grok) would otherwise leave only the slow
+    runs at late steps, and a group's median curve would fall back down.
+    """
+    values = metrics.set_index(["step", "run_id"])[column]
+    values = values[~values.index.duplicated(keep="last")]
+    return values.unstack("run_id").sort_index().ffill()
+
+
+def _bands(wide: pd.DataFrame, summary: pd.DataFrame, by: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """Per group label: median, min and max over its runs at each step (up to its last step)."""
+    out = {}
+    for values, rows in stats.iter_groups(summary, by):
+        runs = [r for r in rows["run_id"] if r in wide.columns]
+        if not runs:
+            continue
+        last = rows["steps_run"].max()
+        part = wide.loc[(wide.index > 0) & (wide.index <= last), runs]  # log axis: no step 0
+        band = pd.DataFrame({"median": part.median(axis=1), "min": part.min(axis=1)})
+        band["max"] = part.max(axis=1)
+        out[stats.group_label(by, values)] = band.dropna()
+    return out
+
+
+def _axes(n_groups: int, title: str) -> tuple[Figure, list[plt.Axes]]:
+    """One wide axis for a few groups; a grid of small shared panels for many."""
+    if n_groups <= _PANELS_ABOVE:
+        fig, ax = plt.subplots(figsize=(10, 4.5))
+        fig.suptitle(title)
+        return fig, [ax]
+    ncols = min(5, n_groups)
+    nrows = -(-min(n_groups, _MAX_PANELS) // ncols)
+    fig, grid = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(3.2 * ncols, 2.4 * nrows + 0.6),
+        sharex=True,
+        sharey=True,
+        squeeze=False,
+    )
+    axes = list(grid.ravel())
+    for ax in axes[n_groups:]:
+        ax.set_visible(False)
+    fig.suptitle(title)
+    return fig, axes
+
+
+def _log_steps(ax: plt.Axes) -> None:
+    ax.set_xscale("log")
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def _finish_curves(fig: Figure, axes: list[plt.Axes], ylabel: str, single: bool) -> None:
+    for ax in axes:
+        _log_steps(ax)
+    if single:
+        axes[0].set_xlabel("step (log)")
+        axes[0].set_ylabel(ylabel)
+        axes[0].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        fig.supxlabel("step (log)")
+        fig.supylabel(ylabel)
+
+
+def _draw_band(ax: plt.Axes, band: pd.DataFrame, color: Any, label: str | None, **kw: Any) -> None:
+    ax.plot(band.index, band["median"], color=color, label=label, **kw)
+    ax.fill_between(band.index, band["min"], band["max"], color=color, alpha=0.2, lw=0)
+
+
+def accuracy_curves(
+    metrics: pd.DataFrame, summary: pd.DataFrame, by: Sequence[str], path: Path
+) -> Path:
+    """Test (solid) and train (dashed) accuracy per group on a log step axis: median over the
+    group's seeds, band min-max; a run that stopped is held at its last value."""
+    order = _label_order(summary, by)
+    colors = _palette(order)
+    test = _bands(_wide(metrics, "test_acc"), summary, by)
+    train = _bands(_wide(metrics, "train_acc"), summary, by)
+    title = "Accuracy: test solid, train dashed (median over seeds, band min-max)"
+    fig, axes = _axes(len(order), title)
+    single = len(axes) == 1
+    for i, label in enumerate(order if single else order[: len(axes)]):
+        ax = axes[0] if single else axes[i]
+        if label in test:
+            _draw_band(ax, test[label], colors[label], label)
+        if label in train:
+            _draw_band(ax, train[label], colors[label], None, ls="--", lw=1)
+        if not single:
+            ax.set_title(label, fontsize="small")
+    for ax in axes:
+        ax.set_ylim(-0.02, 1.02)
+    _finish_curves(fig, axes, "accuracy", single)
+    return _save(fig, path)
+
+
+def grok_time_distribution(
+    summary: pd.DataFrame, by: Sequence[str], path: Path, threshold: float = 0.99
+) -> Path:
+    """Grok steps per group (box + points); censored runs as red '>' at their steps run."""
+    order = _label_order(summary, by)
+    labels = stats.run_labels(summary, by)
+    times, censored = stats.times_and_censoring(summary, threshold)
+    frame = pd.DataFrame(
+        {"group": summary["run_id"].map(labels).to_numpy(), "step": times, "censored": censored}
+    )
+    grokked = frame[~frame["censored"]]
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.6 * len(order)))
+    if len(grokked):
+        sns.boxplot(
+            data=grokked,
+            x="step",
+            y="group",
+            order=order,
+            ax=ax,
+            color="0.85",
+            fliersize=0,
+            width=0.5,
+        )
+        sns.stripplot(
+            data=grokked, x="step", y="group", order=order, ax=ax, color="C0", size=5, jitter=0.15
+        )
+    cens = frame[frame["censored"]]
+    ypos = cens["group"].map({g: i for i, g in enumerate(order)})
+    ax.scatter(
+        cens["step"],
+        ypos,
+        marker=">",
+        color="C3",
+        s=40,
+        zorder=3,
+        label="censored (grok step > steps run)",
+    )
+    ax.set_yticks(range(len(order)), order)
+    if len(frame) and frame["step"].max() > 20 * max(frame["step"].min(), 1.0):
+        ax.set_xscale("log")
+    ax.set_xlabel(f"grok step (test acc >= {threshold:g})")
+    ax.set_ylabel("")
+    if len(cens):
+        ax.legend(fontsize="small", loc="best")
+    ax.set_title(f"Grok time per group ({int((~frame['censored']).sum())}/{len(frame)} grokked)")
+    return _save(fig, path)
+
+
+def grok_heatmap(
+    summary: pd.DataFrame, x_key: str, y_key: str, path: Path, threshold: float = 0.99
+) -> Path:
+    """Kaplan-Meier median grok step over two keys (pooled over the others), with k/n grokked.
+
+    Cells where fewer than half of the runs grokked have no median: they are grey, "> steps".
+    """
+    table = stats.group_summary(summary, [y_key, x_key], threshold=threshold, n_boot=1)
+    km = table.pivot(index=y_key, columns=x_key, values="km_median")
+    fig, ax = plt.subplots(figsize=(1.6 + 1.1 * km.shape[1], 1.4 + 0.8 * km.shape[0]))
+    ax.set_facecolor("0.85")
+    # Colour on a log scale: grok steps across a sweep span orders of magnitude.
+    colour = np.log10(km.astype(float))
+    sns.heatmap(colour, ax=ax, cmap="viridis_r", cbar_kws={"label": "log10 KM median"})
+    for _, row in table.iterrows():
+        i = list(km.index).index(row[y_key])
+        j = list(km.columns).index(row[x_key])
+        med = row["km_median"]
+        top = f"{med:,.0f}" if np.isfinite(med) else f"> {row['steps_run_max']:,.0f}"
+        ax.text(
+            j + 0.5,
+            i + 0.5,
+            f"{top}\n{row['n_grokked']}/{row['n']}",
+            ha="center",
+            va="center",
+            fontsize="small",
+            color="white" if np.isfinite(med) else "black",
+        )
+    ax.set_xticklabels([stats.format_value(v) for v in km.columns])
+    ax.set_yticklabels([stats.format_value(v) for v in km.index], rotation=0)
+    ax.set_title(f"KM median grok step (test acc >= {threshold:g}); k/n grokked")
+    return _save(fig, path)
+
+
+def deff_curves(
+    metrics: pd.DataFrame,
+    summary: pd.DataFrame,
+    by: Sequence[str],
+    path: Path,
+    threshold: float = 0.99,
+) -> Path:
+    """D_eff per group (median over seeds, band min-max); dashed: the group's median grok
+    step, dotted: its median collapse onset."""
+    order = _label_order(summary, by)
+    colors = _palette(order)
+    bands = _bands(_wide(metrics.dropna(subset=["deff"]), "deff"), summary, by)
+    labelled = summary.assign(group=summary["run_id"].map(stats.run_labels(summary, by)))
+    title = "D_eff (median over seeds, band min-max); dashed: median grok, dotted: collapse"
+    fig, axes = _axes(len(order), title)
+    single = len(axes) == 1
+    for i, label in enumerate(order if single else order[: len(axes)]):
+        ax = axes[0] if single else axes[i]
+        if label in bands:
+            _draw_band(ax, bands[label], colors[label], label)
+        rows = labelled[labelled["group"] == label]
+        for col, ls in ((f"grok_step_{stats.tag(threshold)}", "--"), ("collapse_step", ":")):
+            step = rows[col].dropna()
+            if len(step):
+                ax.axvline(float(step.median()), color=colors[label], ls=ls, lw=1.2)
+        if not single:
+            ax.set_title(label, fontsize="small")
+    _finish_curves(fig, axes, "D_eff (participation ratio)", single)
+    return _save(fig, path)
+
+
+def survival_curves(
+    summary: pd.DataFrame, by: Sequence[str], path: Path, threshold: float = 0.99
+) -> Path:
+    """Kaplan-Meier fraction of runs not yet grokked vs step, per group; '|' marks censoring."""
+    order = _label_order(summary, by)
+    colors = _palette(order)
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    for (_, rows), label in zip(stats.iter_groups(summary, by), order, strict=True):
+        times, censored = stats.times_and_censoring(rows, threshold)
+        data = sps.CensoredData(uncensored=times[~censored], right=times[censored])
+        sf = sps.ecdf(data).sf
+        x = np.r_[0.0, sf.quantiles, times.max()]
+        y = np.r_[1.0, sf.probabilities, sf.probabilities[-1]]
+        ax.step(x, y, where="post", color=colors[label], label=f"{label} (n={len(rows)})")
+        ct = times[censored]
+        ax.plot(ct, sf.evaluate(ct), "|", color=colors[label], ms=10, mew=1.5)
+    ax.set_xlabel("step")
+    ax.set_ylabel("fraction not yet grokked")
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(True, alpha=0.3)
+    ax.set_title(f"Kaplan-Meier survival (grok = test acc >= {threshold:g}; | = censored)")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _save(fig, path)
+
+
+def heatmap_keys(by: Sequence[str]) -> tuple[str, str] | None:
+    """The two keys of the heatmap: GeomDR's (d*, t_s) when both vary, else the first two."""
+    if "geomdr.target_dim" in by and "geomdr.start_step" in by:
+        return "geomdr.target_dim", "geomdr.start_step"
+    return (by[0], by[1]) if len(by) >= 2 else None
+
+
+def plot_all(
+    metrics: pd.DataFrame,
+    summary: pd.DataFrame,
+    by: Sequence[str],
+    out_dir: Path,
+    threshold: float = 0.99,
+) -> list[Path]:
+    """Every figure that applies (heatmap: two or more keys; D_eff: geometry recorded)."""
+    out = Path(out_dir)
+    paths = [
+        accuracy_curves(metrics, summary, by, out / "accuracy.png"),
+        grok_time_distribution(summary, by, out / "grok_times.png", threshold),
+        survival_curves(summary, by, out / "survival.png", threshold),
+    ]
+    keys = heatmap_keys(by)
+    if keys is not None:
+        paths.append(grok_heatmap(summary, keys[0], keys[1], out / "heatmap.png", threshold))
+    if "deff" in metrics and metrics["deff"].notna().any():
+        paths.append(deff_curves(metrics, summary, by, out / "deff.png", threshold))
+    return paths
