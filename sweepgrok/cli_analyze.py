@@ -42,7 +42,7 @@ def analyze(
     sweep_dirs: Annotated[
         list[Path],
         typer.Argument(
-            metavar="SWEEP_DIR...",
+            metavar="SWEEP_DIR",
             help="Sweep folders (with runs/ and metrics/); several are analysed together.",
             exists=True,
             file_okay=False,

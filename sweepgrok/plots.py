@@ -151,48 +151,60 @@ def accuracy_curves(
 def grok_time_distribution(
     summary: pd.DataFrame, by: Sequence[str], path: Path, threshold: float = 0.99
 ) -> Path:
-    """Grok steps per group (box + points); censored runs as red '>' at their steps run."""
+    """Grok steps per group (box + jittered points); censored runs as red '>' at their steps
+    run (their grok step is larger)."""
     order = _label_order(summary, by)
-    labels = stats.run_labels(summary, by)
-    times, censored = stats.times_and_censoring(summary, threshold)
-    frame = pd.DataFrame(
-        {"group": summary["run_id"].map(labels).to_numpy(), "step": times, "censored": censored}
-    )
-    grokked = frame[~frame["censored"]]
-    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.6 * len(order)))
-    if len(grokked):
-        sns.boxplot(
-            data=grokked,
-            x="step",
-            y="group",
-            order=order,
-            ax=ax,
-            color="0.85",
-            fliersize=0,
-            width=0.5,
-        )
-        sns.stripplot(
-            data=grokked, x="step", y="group", order=order, ax=ax, color="C0", size=5, jitter=0.15
-        )
-    cens = frame[frame["censored"]]
-    ypos = cens["group"].map({g: i for i, g in enumerate(order)})
-    ax.scatter(
-        cens["step"],
-        ypos,
-        marker=">",
-        color="C3",
-        s=40,
-        zorder=3,
-        label="censored (grok step > steps run)",
-    )
+    groups = list(stats.iter_groups(summary, by))
+    fig, ax = plt.subplots(figsize=(9, 1.4 + 0.5 * len(order)))
+    rng = np.random.default_rng(0)  # jitter only; seeded so figures are reproducible
+    n_grokked = n_censored = 0
+    for y, (_, rows) in enumerate(groups):
+        times, censored = stats.times_and_censoring(rows, threshold)
+        grok, cens = times[~censored], times[censored]
+        n_grokked, n_censored = n_grokked + grok.size, n_censored + cens.size
+        if grok.size:
+            ax.boxplot(
+                [grok],
+                positions=[y],
+                orientation="horizontal",
+                widths=0.5,
+                showfliers=False,
+                patch_artist=True,
+                boxprops={"facecolor": "0.88", "edgecolor": "0.5"},
+                medianprops={"color": "0.2"},
+                whiskerprops={"color": "0.5"},
+                capprops={"color": "0.5"},
+            )
+            ax.scatter(grok, y + rng.uniform(-0.15, 0.15, grok.size), s=18, color="C0", zorder=3)
+        if cens.size:
+            first = n_censored == cens.size
+            label = "censored (grok step > steps run)" if first else None
+            ax.scatter(
+                cens, np.full(cens.size, y), marker=">", s=45, color="C3", zorder=4, label=label
+            )
+            # Censored runs of one budget share a point: say how many sit there.
+            ax.annotate(
+                f" {cens.size} censored",
+                (float(cens.max()), y),
+                xytext=(6, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize="small",
+                color="C3",
+            )
     ax.set_yticks(range(len(order)), order)
-    if len(frame) and frame["step"].max() > 20 * max(frame["step"].min(), 1.0):
+    ax.set_ylim(len(order) - 0.5, -0.5)  # first group on top, as in the table
+    all_times = stats.times_and_censoring(summary, threshold)[0]
+    log = bool(all_times.size) and all_times.max() > 20 * max(all_times.min(), 1.0)
+    if log:
         ax.set_xscale("log")
+    if n_censored:  # room for the "n censored" notes right of the markers
+        ax.set_xlim(right=float(all_times.max()) * (2.5 if log else 1.3))
     ax.set_xlabel(f"grok step (test acc >= {threshold:g})")
-    ax.set_ylabel("")
-    if len(cens):
-        ax.legend(fontsize="small", loc="best")
-    ax.set_title(f"Grok time per group ({int((~frame['censored']).sum())}/{len(frame)} grokked)")
+    ax.grid(True, axis="x", alpha=0.3)
+    if n_censored:
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title(f"Grok time per group ({n_grokked}/{n_grokked + n_censored} grokked)")
     return _save(fig, path)
 
 
