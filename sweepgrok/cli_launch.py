@@ -28,7 +28,7 @@ def fail(message: str) -> typer.Exit:
 
 def has_runs(sweep_dir: Path) -> bool:
     """A sweep folder that already holds rows or Tune state (so a new launch would mix in)."""
-    parts = any((sweep_dir / k).glob("*.parquet") for k in ("runs", "metrics"))
+    parts = any(any((sweep_dir / k).glob("*.parquet")) for k in ("runs", "metrics"))
     return parts or (sweep_dir / "tune").exists()
 
 

@@ -119,3 +119,10 @@ def test_every_shipped_grid_validates() -> None:
         result = runner.invoke(app, ["validate", str(root / name)])
         assert result.exit_code == 0, (name, result.output)
         assert result.output.startswith("grid ")
+
+
+def test_an_empty_folder_is_not_refused(tmp_path: Path, no_ray: Path) -> None:
+    from sweepgrok.cli_launch import has_runs
+
+    (tmp_path / "runs" / "g" / "runs").mkdir(parents=True)
+    assert not has_runs(tmp_path / "runs" / "g")

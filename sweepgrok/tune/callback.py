@@ -143,11 +143,12 @@ def error_text(trial: Any) -> str:
     """The trial's error (the end of its trace), for the failed run row."""
     text = None
     try:
-        text = trial.get_error()
-        if not text:
-            exc = trial.get_pickled_error()
-            text = None if exc is None else repr(exc)
-    except Exception:
+        # The driver-local error file is written before on_trial_error; storage may lag.
+        local = trial.error_file
+        if local and Path(local).exists():
+            text = Path(local).read_text()
+        text = text or trial.get_error()
+    except Exception:  # the error file may live on unreachable storage
         text = None
     text = str(text or "trial failed (no error text recorded)").strip()
     return text[-ERROR_CHARS:]

@@ -28,7 +28,7 @@ CKPT_FLAG = "_sweepgrok_checkpoint"
 """Result key set when the result carries a checkpoint: the driver flushes rows before it."""
 FAIL_ONCE_ENV = "SWEEPGROK_TEST_FAIL_ONCE"
 """Test-only hook: a directory; each trial raises once (marker file per trial), right after
-the second evaluation that follows its first checkpoint, so its retry re-emits rows."""
+reporting the evaluation that follows its first checkpoint, so its retry re-emits that row."""
 
 
 def run_ids_for(sweep: str, trial_id: str, cfg: Config) -> list[str]:
@@ -93,7 +93,7 @@ class _Reporter:
                 metrics[CKPT_FLAG] = True
                 # Tune copies the directory into the trial's storage before report returns.
                 tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(tmp))
-            self.checkpointed = self.evals
+            self.checkpointed = self.checkpointed or self.evals  # the first one
         else:
             tune.report(metrics)
         self._maybe_fail()
@@ -101,7 +101,7 @@ class _Reporter:
     def _maybe_fail(self) -> None:
         if not self.fail_dir or not self.checkpointed or self.active <= 0:
             return
-        if self.evals != self.checkpointed + 2:
+        if self.evals != self.checkpointed + 1:
             return
         marker = Path(self.fail_dir) / f"failed-{self.trial_id}"
         if marker.exists():

@@ -1,0 +1,99 @@
+"""Shared test fixtures: quiet Ray, tiny grid files, and cleanup of the Ray processes a test
+started (found by a tag in their environment, stopped by PID; never `ray stop`, never a name
+match: other clusters on this machine are not ours)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+TAG_ENV = "SWEEPGROK_TEST_TAG"
+
+TINY_BASE: dict[str, Any] = {
+    "task": {"name": "add", "p": 13, "train_fraction": 0.6},
+    "model": {"d_model": 16, "n_heads": 2, "d_mlp": 32},
+    "geometry": {"sample": 64},
+    "train": {"max_steps": 200, "eval_every": 20, "early_evals": False, "device": "cpu"},
+}
+"""A trial of well under a second of training (it will not grok: that is not the point)."""
+
+
+def write_grid(path: Path, name: str, **doc: Any) -> Path:
+    """A grid file with the tiny base (overridable) and the given top-level keys."""
+    full = {"name": name, "base": TINY_BASE, **doc}
+    path.write_text(yaml.safe_dump(full, sort_keys=False))
+    return path
+
+
+def tagged_pids(tag: str) -> list[int]:
+    """PIDs of live processes whose environment carries TAG_ENV=tag (ours and descendants)."""
+    needle = f"{TAG_ENV}={tag}".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            env = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in env.split(b"\0"):
+            pids.append(int(entry.name))
+    return pids
+
+
+def stop_pids(pids: list[int], grace: float = 5.0) -> None:
+    """SIGTERM, wait, then SIGKILL the given PIDs (each one ours, by construction)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.time() + grace
+        while time.time() < deadline and any(Path(f"/proc/{p}").exists() for p in pids):
+            time.sleep(0.2)
+        pids = [p for p in pids if _alive(p)]
+        if not pids:
+            return
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.fixture
+def ray_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """Environment for Ray in tests: a short private temp dir (unix socket paths are limited
+    to ~107 bytes), no usage stats, frequent experiment snapshots, and a tag so every process
+    started under it can be found and stopped afterwards."""
+    tmp = tempfile.mkdtemp(prefix="sgray-", dir="/tmp")
+    tag = uuid.uuid4().hex
+    env = {
+        "RAY_TMPDIR": tmp,
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "TUNE_GLOBAL_CHECKPOINT_S": "1",
+        TAG_ENV: tag,
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    yield {**os.environ, **env}
+    try:
+        import ray
+
+        ray.shutdown()
+    except ImportError:
+        pass
+    stop_pids(tagged_pids(tag))

@@ -1,0 +1,269 @@
+"""Ray Tune end to end, at toy scale: every evaluation lands in Parquet exactly once.
+
+Real local Ray (embedded, num_cpus=2), real `sweepgrok launch` subprocesses killed mid-sweep,
+and a real two-node cluster on this machine. Every Ray process a test starts carries a tag in
+its environment and is stopped by PID afterwards (conftest.ray_env).
+"""
+
+from __future__ import annotations
+
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow.dataset as ds
+import pytest
+from conftest import stop_pids, tagged_pids, write_grid
+
+from sweepgrok.sink import METRICS_SCHEMA, RUNS_SCHEMA, read_metrics, read_runs
+from sweepgrok.spaces import load_grid
+from sweepgrok.trainer import eval_steps
+
+pytestmark = pytest.mark.slow
+
+SWEEPGROK = str(Path(sys.executable).parent / "sweepgrok")
+RAY = str(Path(sys.executable).parent / "ray")
+
+
+def raw_rows(sweep_dir: Path, kind: str) -> Any:
+    """Every row written, duplicates included (what the readers deduplicate)."""
+    schema = {"metrics": METRICS_SCHEMA, "runs": RUNS_SCHEMA}[kind]
+    files = [str(p) for p in sorted((sweep_dir / kind).glob("part-*.parquet"))]
+    return ds.dataset(files, schema=schema, format="parquet").to_table().to_pandas()
+
+
+def assert_exactly_once(sweep_dir: Path, n_runs: int) -> Any:
+    """n_runs run rows with a final status; each run's metrics cover its schedule, once."""
+    runs = read_runs(sweep_dir)
+    assert len(runs) == n_runs, runs[["run_id", "status"]]
+    assert set(runs["status"]) <= {"grokked", "completed", "censored"}, runs["status"]
+    assert runs["trial_id"].notna().all() and runs["node_id"].notna().all()
+    metrics = read_metrics(sweep_dir)
+    assert not metrics.duplicated(["run_id", "step"]).any()
+    for _, run in runs.iterrows():
+        steps = metrics.loc[metrics["run_id"] == run["run_id"], "step"].tolist()
+        schedule = eval_steps(int(run["train.max_steps"]), int(run["train.eval_every"]), False)
+        assert steps == [s for s in schedule if s <= run["steps_run"]], (run["run_id"], steps)
+    return runs
+
+
+def launch_in_process(grid: Path, sweep_dir: Path, **kw: Any) -> Any:
+    from sweepgrok.tune.launch import launch_grid
+
+    return launch_grid(load_grid(grid), sweep_dir, num_cpus=2, live=False, **kw)
+
+
+def test_grid_of_four_trials(tmp_path: Path, ray_env: dict[str, str]) -> None:
+    grid = write_grid(
+        tmp_path / "g.yaml",
+        "four",
+        grid={"model.norm": ["none", "sphere"]},
+        seeds=[1, 2],
+        max_concurrent=2,
+    )
+    t0 = time.perf_counter()
+    outcome = launch_in_process(grid, tmp_path / "four")
+    print(f"4 tiny trials: {time.perf_counter() - t0:.1f} s")
+    assert (outcome.terminated, outcome.errored, outcome.unfinished) == (4, 0, 0)
+    runs = assert_exactly_once(tmp_path / "four", 4)
+    assert sorted(runs["train.seed"]) == [1, 1, 2, 2]
+    # Nothing was retried, so nothing was written twice either.
+    assert len(raw_rows(tmp_path / "four", "metrics")) == len(read_metrics(tmp_path / "four"))
+
+
+def test_trial_that_crashes_once_is_retried_from_its_checkpoint(
+    tmp_path: Path, ray_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marks = tmp_path / "fail-marks"
+    monkeypatch.setenv("SWEEPGROK_TEST_FAIL_ONCE", str(marks))
+    grid = write_grid(
+        tmp_path / "g.yaml",
+        "retry",
+        grid={"model.norm": ["none", "sphere"]},
+        seeds=[1, 2],
+        seeds_per_trial=2,
+        checkpoint_every=2,
+        max_failures=1,
+    )
+    outcome = launch_in_process(grid, tmp_path / "retry")
+    assert (outcome.terminated, outcome.errored) == (2, 0)
+    assert len(list(marks.iterdir())) == 2  # both trials did crash once
+    runs = assert_exactly_once(tmp_path / "retry", 4)
+    assert all(r.endswith(("-s1", "-s2")) for r in runs["run_id"])  # packed seeds
+    # The retries re-emitted the evaluations after the checkpoint; the reader counts them once.
+    assert len(raw_rows(tmp_path / "retry", "metrics")) > len(read_metrics(tmp_path / "retry"))
+
+
+def test_failed_trial_gets_a_failed_row_then_resume_supersedes_it(
+    tmp_path: Path, ray_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SWEEPGROK_TEST_FAIL_ONCE", str(tmp_path / "fail-marks"))
+    grid = write_grid(
+        tmp_path / "g.yaml", "errored", seeds=[1, 2], checkpoint_every=2, max_failures=0
+    )
+    sweep = tmp_path / "errored"
+    first = launch_in_process(grid, sweep)
+    assert first.errored == 2
+    failed = read_runs(sweep)
+    assert list(failed["status"]) == ["failed", "failed"]
+    assert failed["error"].str.contains("planned failure").all()
+    second = launch_in_process(grid, sweep, resume=True)
+    assert second.errored == 0
+    assert_exactly_once(sweep, 2)  # the success row is the last written
+
+
+def _launch_cmd(grid: Path, storage: Path, *extra: str) -> list[str]:
+    return [SWEEPGROK, "launch", str(grid), "--storage", str(storage), *extra]
+
+
+def _wait_for_run_rows(sweep_dir: Path, proc: subprocess.Popen, timeout: float = 240) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if list((sweep_dir / "runs").glob("part-*.parquet")):
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    raise AssertionError("no run finished in time")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
+def test_killed_driver_resumes_without_rerunning_or_duplicates(
+    tmp_path: Path, ray_env: dict[str, str], sig: signal.Signals
+) -> None:
+    grid = write_grid(tmp_path / "g.yaml", "killed", seeds=[1, 2, 3, 4], checkpoint_every=3)
+    sweep = tmp_path / "killed"
+    proc = subprocess.Popen(
+        _launch_cmd(grid, tmp_path, "--max-concurrent", "1"),
+        env=ray_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    _wait_for_run_rows(sweep, proc)
+    done_before = set(read_runs(sweep)["run_id"])
+    time.sleep(2.5)  # > TUNE_GLOBAL_CHECKPOINT_S: the finished trial is in Tune's snapshot
+    proc.send_signal(sig)
+    _out, _ = proc.communicate(timeout=120)
+    if sig == signal.SIGKILL:  # its embedded Ray outlives it: stop what it started, by PID
+        stop_pids(tagged_pids(ray_env["SWEEPGROK_TEST_TAG"]))
+    assert len(read_runs(sweep)) < 4, "the sweep finished before it was interrupted"
+    refused = subprocess.run(
+        _launch_cmd(grid, tmp_path), env=ray_env, capture_output=True, text=True, timeout=60
+    )
+    assert refused.returncode == 2 and "--resume" in refused.stderr
+    resumed = subprocess.run(
+        _launch_cmd(grid, tmp_path, "--resume"),
+        env=ray_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert_exactly_once(sweep, 4)
+    raw_runs = raw_rows(sweep, "runs")
+    for run_id in done_before:  # finished before the kill: not re-run
+        assert (raw_runs["run_id"] == run_id).sum() == 1, run_id
+
+
+def _free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def _wait_for_nodes(address: str, n: int, timeout: float = 90) -> None:
+    import ray
+
+    deadline = time.time() + timeout
+    ray.init(address=address, log_to_driver=False)
+    try:
+        while time.time() < deadline:
+            if sum(node["Alive"] for node in ray.nodes()) >= n:
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"cluster at {address} did not reach {n} nodes")
+    finally:
+        ray.shutdown()
+
+
+def test_two_node_cluster_runs_trials_on_both_nodes(
+    tmp_path: Path, ray_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = secrets.token_hex(16)
+    for key, value in {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}.items():
+        monkeypatch.setenv(key, value)
+    env = {**ray_env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
+    gcs, client, agent_head, agent_worker = _free_ports(4)
+    address = f"127.0.0.1:{gcs}"
+    common = [
+        "--block",
+        "--node-ip-address=127.0.0.1",
+        "--num-cpus=1",
+        "--disable-usage-stats",
+        f"--temp-dir={ray_env['RAY_TMPDIR']}",
+    ]
+    started = [
+        subprocess.Popen(
+            [
+                RAY,
+                "start",
+                "--head",
+                f"--port={gcs}",
+                "--include-dashboard=false",
+                f"--ray-client-server-port={client}",
+                f"--dashboard-agent-listen-port={agent_head}",
+                *common,
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    ]
+    try:
+        _wait_for_port(gcs)
+        started.append(
+            subprocess.Popen(
+                [
+                    RAY,
+                    "start",
+                    f"--address={address}",
+                    f"--dashboard-agent-listen-port={agent_worker}",
+                    *common,
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        _wait_for_nodes(address, 2)
+        grid = write_grid(tmp_path / "g.yaml", "cluster", seeds=[1, 2, 3, 4])
+        run = subprocess.run(
+            _launch_cmd(grid, tmp_path, "--address", address),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
+        runs = assert_exactly_once(tmp_path / "cluster", 4)
+        assert runs["node_id"].nunique() == 2, runs[["run_id", "node_id"]]
+    finally:
+        stop_pids([p.pid for p in started] + tagged_pids(ray_env["SWEEPGROK_TEST_TAG"]))
+
+
+def _wait_for_port(port: int, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"nothing listens on port {port}")
