@@ -2,12 +2,30 @@
 member axis E, one member per init seed, so k seeds train in lockstep as one batched model
 (E = 1 is an ordinary single run). Members never mix: every op is batched over E.
 
-Shapes: E members, N examples, S = 3 positions ([a, b, =]), d = d_model, H heads.
+Shapes: E members, N examples, S = 3 positions ([a, b, =]), d = d_model, H heads,
+V = vocabulary (n_tokens + 1 with the ``=`` token), R = S * V (one row per (position, token)).
 
 Transformer (public code of paper 1): token + learned positional embedding, ``n_layers`` blocks of
 attention (Q/K/V/O without bias, no causal mask) and a ReLU MLP with biases; the norm *replaces*
 the stream after the embedding, after ``h + attn(h)`` and after ``h + mlp(h)``; readout at the
 last position; unembedding without bias (linear) or ``tau * cos(h, w_c)`` (cosine).
+
+Two forward paths compute the same function (``tests/test_fast_path.py`` proves it):
+
+- ``fast=False``, the plain reference: every position goes through every block.
+- ``fast=True`` (default) skips work that cannot change the logits, exactly:
+  * the last block computes only the readout position (the readout depends on the other
+    positions only through their keys and values);
+  * the first block reads everything it needs from per-vocabulary tables. After the embedding
+    norm the stream at a position depends only on (position, token), so K, V and the
+    embedded stream are computed once per table row (R = 3 * 114 rows at Z_113 instead of
+    3 * N = 11,490), and attention scores once per (query row, key row) pair; examples only
+    gather rows. Uniform attention folds V @ W_O into the table too. Gradients flow through
+    the gathers (index_select, backward index_add) into W_E, W_pos, W_Q, W_K, W_V, W_O.
+  * the MLP's first layer, concat(E[a], E[b]) @ W_1 = (E @ W_1[:d])[a] + (E @ W_1[d:])[b],
+    becomes two gathers from (V, d_mlp) tables.
+  What remains per example is the irreducible part: the first block's MLP (and W_O for softmax
+  attention), the later blocks, and the unembedding.
 
 Init reproduces PyTorch's defaults member by member from the member's seed: ``nn.Linear``
 weights and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)), embeddings N(0, 1), norm gains 1,
@@ -19,6 +37,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -27,6 +46,7 @@ from torch import Tensor, nn
 from sweepgrok.config import Config, ModelConfig
 
 NORM_EPS = 1e-5  # layernorm / rmsnorm epsilon (torch's LayerNorm default)
+N_POS = 3  # [a, b, =]
 
 
 class _Init:
@@ -54,9 +74,29 @@ def bmm(h: Tensor, w: Tensor) -> Tensor:
     return out.reshape(*h.shape[:-1], w.shape[-1])
 
 
+def linear(h: Tensor, w: Tensor, b: Tensor) -> Tensor:
+    """h @ w + b with the bias fused into the GEMM (baddbmm: no separate add pass over the
+    (E, N, d_out) output). h (E, ..., d_in), w (E, d_in, d_out), b (E, d_out)."""
+    e, d_in = h.shape[0], h.shape[-1]
+    out = torch.baddbmm(b.unsqueeze(1), h.reshape(e, -1, d_in), w)
+    return out.reshape(*h.shape[:-1], w.shape[-1])
+
+
 def _bias(b: Tensor, like: Tensor) -> Tensor:
     """(E, d) bias viewed to broadcast against (E, ..., d)."""
     return b.view(b.shape[0], *([1] * (like.dim() - 2)), b.shape[1])
+
+
+def gather_rows(table: Tensor, idx: Tensor) -> Tensor:
+    """Per-member row lookup: table (E, R, *f), idx (E, ...) int64 in [0, R) -> (E, ..., *f).
+
+    One index_select on the flattened (E * R, F) table (member offsets added to idx); its
+    backward is one index_add (deterministic on CPU, measured the fastest of advanced indexing,
+    gather and embedding for these shapes)."""
+    e, r = table.shape[:2]
+    offsets = torch.arange(0, e * r, r, device=idx.device).view(e, *([1] * (idx.dim() - 1)))
+    rows = table.reshape(e * r, -1).index_select(0, (idx + offsets).reshape(-1))
+    return rows.view(*idx.shape, *table.shape[2:])
 
 
 class Norm(nn.Module):
@@ -101,6 +141,8 @@ class Block(nn.Module):
         self.norm_attn = Norm(cfg.norm, e, d)
         self.norm_mlp = Norm(cfg.norm, e, d)
 
+    # ---- plain path: the stream of every example ---------------------------------------
+
     def attention(self, h: Tensor, last_only: bool) -> Tensor:
         """h (E, N, S, d) -> attention output (E, N, S', d), S' = 1 if last_only else S."""
         e, n, s, d = h.shape
@@ -123,9 +165,59 @@ class Block(nn.Module):
         """(E, N, S, d) -> (E, N, S', d). last_only: only the readout position continues
         (exact: the readout depends on other positions only through keys and values)."""
         a = self.attention(h, last_only)
-        h = self.norm_attn((h[:, :, -1:] if last_only else h) + a)
-        mid = F.relu(bmm(h, self.w_in) + _bias(self.b_in, h))
-        return self.norm_mlp(h + bmm(mid, self.w_out) + _bias(self.b_out, h))
+        return self.mlp((h[:, :, -1:] if last_only else h), a)
+
+    def mlp(self, h: Tensor, a: Tensor) -> Tensor:
+        """norm(h + a), then norm(h + MLP(h)): (E, N, S', d) -> (E, N, S', d)."""
+        h = self.norm_attn(h + a)
+        mid = F.relu(linear(h, self.w_in, self.b_in))  # (E, N, S', d_mlp)
+        return self.norm_mlp(h + linear(mid, self.w_out, self.b_out))
+
+    # ---- fast path: the first block from per-(position, token) tables -------------------
+
+    def forward_table(self, table: Tensor, idx: Tensor, last_only: bool) -> Tensor:
+        """First block without per-example Q/K/V GEMMs.
+
+        table (E, R, d): the embedded, normed stream of every (position, token) row;
+        idx (E, N, S): each example's row per position (s * V + token).
+        -> (E, N, S', d), the same as ``forward(table[idx], last_only)``."""
+        q_idx = idx[:, :, -1:] if last_only else idx  # (E, N, S') rows of the queries
+        h = gather_rows(table, q_idx)  # (E, N, S', d) residual stream
+        # Queried rows: those of the last position only (the rows are position-major).
+        q_lo = (idx.shape[2] - 1) * table.shape[1] // idx.shape[2] if last_only else 0
+        if self.uniform:
+            # Every query averages V @ W_O over the 3 positions: fold W_O into the table.
+            # The 1/S weight goes into the (R, d) table, not onto the (N, d) sum.
+            vo = bmm(bmm(table, self.w_v), self.w_o) / idx.shape[2]  # (E, R, d)
+            a = gather_rows(vo, idx[:, :, 0])
+            for s in range(1, idx.shape[2]):
+                a = a + gather_rows(vo, idx[:, :, s])
+            a = a.unsqueeze(2)  # (E, N, 1, d)
+            if not last_only:
+                a = a.expand_as(h)
+        else:
+            a = self._attention_table(table, idx, q_idx, q_lo)
+        return self.mlp(h, a)
+
+    def _attention_table(self, table: Tensor, idx: Tensor, q_idx: Tensor, q_lo: int) -> Tensor:
+        """Softmax attention from tables: the scores of every (query row, key row) pair are
+        one (E, R_q, R, H) table (R_q = V rows of the `=` position when only the readout is
+        queried: R_q R d = 5M MACs at Z_113 against N (d^2 + 3 d^2) = 250M for per-example
+        Q and K); examples gather their S' x S scores and S value rows. -> (E, N, S', d)."""
+        e, r, d = table.shape
+        n, s, sq = idx.shape[1], idx.shape[2], q_idx.shape[2]
+        nh, dh = self.n_heads, d // self.n_heads
+        q = bmm(table[:, q_lo:], self.w_q).view(e, r - q_lo, nh, dh)  # (E, R_q, H, dh)
+        k = bmm(table, self.w_k).view(e, r, nh, dh)  # (E, R, H, dh)
+        scores = torch.einsum("eqhc,ekhc->eqkh", q, k) / math.sqrt(dh)  # (E, R_q, R, H)
+        pair = (q_idx - q_lo).unsqueeze(-1) * r + idx.unsqueeze(2)  # (E, N, S', S)
+        scores = scores.reshape(e, (r - q_lo) * r, nh)
+        w = gather_rows(scores, pair).softmax(3)  # (E, N, S', S, H)
+        v = gather_rows(bmm(table, self.w_v), idx).view(e, n, s, nh, dh)  # (E, N, S, H, dh)
+        # Weighted sum over the S = 3 keys as a broadcast product: einsum would route it to
+        # N * H bmm calls of (S' x 3) @ (3 x dh).
+        z = (w.unsqueeze(-1) * v.unsqueeze(2)).sum(3)  # (E, N, S', H, dh)
+        return bmm(z.reshape(e, n, sq, d), self.w_o)
 
 
 class Unembed(nn.Module):
@@ -150,7 +242,7 @@ class Transformer(nn.Module):
         inits = [_Init(s) for s in seeds]
         d, e = cfg.d_model, len(inits)
         self.w_e = _stack([i.normal((n_tokens + 1, d)) for i in inits])
-        self.w_pos = _stack([i.normal((3, d)) for i in inits])
+        self.w_pos = _stack([i.normal((N_POS, d)) for i in inits])
         self.norm_embed = Norm(cfg.norm, e, d)
         self.blocks = nn.ModuleList([Block(cfg, inits) for _ in range(cfg.n_layers)])
         self.unembed = Unembed(cfg.unembed_resolved, cfg.temperature, inits, d, n_classes)
@@ -168,11 +260,23 @@ class Transformer(nn.Module):
         at the readout position after each block, (E, N, d), is appended to it.
         fast=False runs every position through every block (the plain reference)."""
         e = x.shape[0]
-        rows = torch.arange(e, device=x.device).view(e, 1, 1)
-        h = self.norm_embed(self.w_e[rows, x] + self.w_pos.unsqueeze(1))  # (E, N, 3, d)
         last = len(self.blocks) - 1
-        for i, block in enumerate(self.blocks):
-            h = block(h, last_only=fast and i == last)
+        if fast:
+            vocab = self.w_e.shape[1]
+            # (E, S, V, d) -> (E, R, d): the normed embedding of every (position, token).
+            table = self.norm_embed(self.w_e.unsqueeze(1) + self.w_pos.unsqueeze(2))
+            table = table.reshape(e, -1, table.shape[-1])
+            pos = torch.arange(0, N_POS * vocab, vocab, device=x.device)
+            first = cast(Block, self.blocks[0])
+            h = first.forward_table(table, x + pos, last_only=last == 0)
+        else:
+            rows = torch.arange(e, device=x.device).view(e, 1, 1)
+            h = self.norm_embed(self.w_e[rows, x] + self.w_pos.unsqueeze(1))  # (E, N, 3, d)
+            h = self.blocks[0](h)
+        if hidden is not None:
+            hidden.append(h[:, :, -1])
+        for i in range(1, last + 1):
+            h = self.blocks[i](h, last_only=fast and i == last)
             if hidden is not None:
                 hidden.append(h[:, :, -1])
         return self.unembed(h[:, :, -1])
@@ -207,15 +311,27 @@ class MLP(nn.Module):
         self, x: Tensor, *, hidden: list[Tensor] | None = None, fast: bool = True
     ) -> Tensor:
         """x (E, N, 3) int64 (the = token is ignored) -> logits (E, N, C); `hidden` collects
-        every hidden layer's post-ReLU activations (E, N, d_mlp)."""
+        every hidden layer's post-ReLU activations (E, N, d_mlp).
+        fast=True computes the first layer from two (V, d_mlp) tables (exact, see module doc);
+        fast=False concatenates the embeddings and runs the (N, 2d) @ (2d, d_mlp) GEMM."""
         e, n = x.shape[:2]
-        rows = torch.arange(e, device=x.device).view(e, 1, 1)
-        h = self.w_e[rows, x[:, :, :2]].reshape(e, n, -1)  # (E, N, 2d)
-        for w, b in zip(self.weights, self.biases, strict=True):
-            h = F.relu(bmm(h, w) + _bias(b, h))
+        w1, b1 = self.weights[0], self.biases[0]
+        if fast:
+            d = self.w_e.shape[-1]
+            top, bot = bmm(self.w_e, w1[:, :d]), bmm(self.w_e, w1[:, d:])  # (E, V, d_mlp)
+            pre = gather_rows(top, x[:, :, 0]) + gather_rows(bot, x[:, :, 1]) + _bias(b1, top)
+        else:
+            rows = torch.arange(e, device=x.device).view(e, 1, 1)
+            emb = self.w_e[rows, x[:, :, :2]].reshape(e, n, -1)  # (E, N, 2d)
+            pre = bmm(emb, w1) + _bias(b1, emb)
+        h = F.relu(pre)  # (E, N, d_mlp)
+        if hidden is not None:
+            hidden.append(h)
+        for w, b in zip(self.weights[1:], self.biases[1:], strict=True):
+            h = F.relu(linear(h, w, b))
             if hidden is not None:
                 hidden.append(h)
-        return bmm(h, self.w_u) + _bias(self.b_u, h)
+        return linear(h, self.w_u, self.b_u)
 
 
 def build_model(cfg: Config, seeds: Sequence[int] | None = None) -> Transformer | MLP:
