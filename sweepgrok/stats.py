@@ -432,6 +432,11 @@ def times_and_censoring(rows: pd.DataFrame, threshold: float) -> tuple[np.ndarra
     return np.where(censored, steps, grok), censored
 
 
+def _median_or_nan(column: pd.Series) -> float:
+    values = column.dropna().to_numpy(dtype=float)
+    return float(np.median(values)) if values.size else float("nan")
+
+
 def _group_stats(rows: pd.DataFrame, threshold: float, boot: Mapping[str, Any]) -> dict[str, Any]:
     t = tag(threshold)
     times, censored = times_and_censoring(rows, threshold)
@@ -451,6 +456,9 @@ def _group_stats(rows: pd.DataFrame, threshold: float, boot: Mapping[str, Any]) 
     out["grok_min"] = float(grok.min()) if k else np.nan
     out["grok_max"] = float(grok.max()) if k else np.nan
     out["steps_run_max"] = float(times.max()) if n else np.nan
+    # Paper 2: accelerated runs collapse earlier and the collapse-to-grok gap shrinks.
+    out["collapse_median"] = _median_or_nan(rows["collapse_step"])
+    out["collapse_to_grok_median"] = _median_or_nan(rows[f"collapse_to_grok_{t}"])
     if "status" in rows:
         out["n_failed"] = int(rows["status"].isin(["failed", "diverged"]).sum())
     return out
@@ -470,7 +478,8 @@ def group_summary(
     Columns: the keys, label, n, n_grokked, success_rate (+ _lo/_hi Wilson), grok_median,
     grok_mean, delay_median, delay_mean (each + _lo/_hi bootstrap CI, among grokked runs),
     grok_sem, km_median (Kaplan-Meier, counts censored runs; NaN if under half grokked),
-    grok_min, grok_max, steps_run_max, n_failed (diverged or failed runs).
+    grok_min, grok_max, steps_run_max, collapse_median (collapse onset) and
+    collapse_to_grok_median (grokked runs), n_failed (diverged or failed runs).
     """
     keys = resolve_by(summary, by)
     boot = {"n_boot": n_boot, "seed": seed, "confidence": confidence}

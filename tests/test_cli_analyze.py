@@ -164,3 +164,21 @@ def test_missing_or_empty_folder_exits_2(tmp_path: Path) -> None:
 def test_analyze_is_registered() -> None:
     names = {c.name or c.callback.__name__ for c in app.registered_commands if c.callback}
     assert "analyze" in names
+
+
+def test_report_script(sweep: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "report"
+    cmd = [sys.executable, "-m", "analysis.report", str(sweep), "--out", str(out)]
+    done = subprocess.run(
+        [*cmd, "--baseline", "model.norm=none"], cwd=root, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    text = (out / "report.md").read_text()
+    assert "## Grokking at test accuracy >= 0.95" in text and "| sphere | 3/3 100%" in text
+    assert (out / "figures" / "survival.png").is_file() and (out / "runs.csv").is_file()
+    bad = subprocess.run([*cmd, "--by", "model.nrom"], cwd=root, capture_output=True, text=True)
+    assert bad.returncode == 2 and "--by" in bad.stderr and "Traceback" not in bad.stderr
