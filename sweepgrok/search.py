@@ -398,3 +398,51 @@ def trial_values(study: optuna.Study) -> list[tuple[int, float]]:
 
     trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     return [(t.number, float(t.value)) for t in trials if t.value is not None]
+
+
+@dataclass
+class Results:
+    """Everything `sweepgrok search` prints and writes at the end of a session."""
+
+    study: Any
+    top: list[Any]
+    importances: dict[str, float] | str
+    compute: dict[str, Any]
+    summary: dict[str, Any]
+    best_yaml: Path | None = None
+    plot: Path | None = None
+    plot_error: str | None = None
+
+
+def finish(
+    spec: SearchSpec, sweep_dir: Path, record: Mapping[str, Any], top_k: int = 10
+) -> Results:
+    """Write best_trial.yaml, the summary JSON and the plot; return what the CLI prints.
+
+    Compute accounting reads the sweep's Parquet runs/ (the record across every session).
+    """
+    from sweepgrok.sink import read_runs
+
+    study = load_study(record)
+    runs = read_runs(sweep_dir)
+    saved = compute_saved(runs.to_dict("records"))
+    imp = importances(study)
+    res = Results(study, top_trials(study, top_k), imp, saved, summary(spec, study, saved, imp))
+    (sweep_dir / SUMMARY_FILE).write_text(json.dumps(res.summary, indent=2, default=str) + "\n")
+    if res.summary["best_value"] is None:
+        return res
+    res.best_yaml = sweep_dir / BEST_FILE
+    res.best_yaml.write_text(best_config_yaml(spec, study))
+    try:
+        from sweepgrok.search_plots import plot_objective
+
+        res.plot = plot_objective(
+            trial_values(study),
+            sweep_dir / PLOT_FILE,
+            budget=spec.budget,
+            mode=spec.mode,
+            title=f"{study.study_name}: {spec.metric} ({spec.mode})",
+        )
+    except ImportError as err:  # matplotlib is a dependency, but a slim install may lack it
+        res.plot_error = str(err)
+    return res

@@ -1,0 +1,184 @@
+"""`sweepgrok search SEARCH.yaml`: an Optuna search for the fastest-grokking schedule.
+
+The study persists in the sweep folder (``optuna.db``, or ``optuna.journal``), named in
+``study.json``, so ``--resume`` continues it and ``optuna-dashboard`` opens it. Every trial's rows
+land in the same Parquet layout as a grid. Optuna and Ray are imported only after the search
+file has been validated and the sweep folder checked: a user mistake exits 2, writes nothing.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from sweepgrok.cli_launch import fail, has_runs
+from sweepgrok.config import ConfigError
+from sweepgrok.search_file import SearchSpec, load_search
+
+console = Console()
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def top_table(spec: SearchSpec, results: Any) -> Table:
+    """The k best trials: objective, capped step, then the searched keys."""
+    table = Table(
+        title=f"top {len(results.top)} trials ({spec.metric}, {spec.mode})", title_justify="left"
+    )
+    for col in ("#", "objective", "capped at"):
+        table.add_column(col, justify="right")
+    keys = [d.key for d in spec.space]
+    for key in keys:
+        table.add_column(key)
+    for t in results.top:
+        capped = t.user_attrs.get("capped_at")
+        cells = [str(t.number), _fmt(t.value), "-" if capped is None else str(capped)]
+        table.add_row(*cells, *(_fmt(t.params.get(k)) for k in keys))
+    return table
+
+
+def print_results(spec: SearchSpec, sweep_dir: Path, results: Any) -> None:
+    """Top-k table, best schedule, importances, compute saved, written files."""
+    s = results.summary
+    console.print(top_table(spec, results))
+    if s["best_value"] is None:
+        console.print("no trial has finished yet")
+        return
+    params = ", ".join(f"{k}={_fmt(v)}" for k, v in s["best_params"].items())
+    console.print(
+        f"best schedule (trial #{s['best_trial']}, objective {s['best_value']:g}): {params}",
+        highlight=False,
+    )
+    imp = results.importances
+    if isinstance(imp, str):
+        console.print(f"parameter importances: {imp}")
+    else:
+        console.print(
+            "parameter importances: " + ", ".join(f"{k} {v:.2f}" for k, v in imp.items()),
+            highlight=False,
+        )
+    c = results.compute
+    if spec.time_cap:
+        console.print(
+            f"time cap: {c['capped_runs']} of {c['runs']} runs capped; ran {c['steps_run']} "
+            f"steps instead of {c['steps_without_cap']} ({100 * c['saved_fraction']:.1f}% saved)",
+            highlight=False,
+        )
+    console.print(f"best trial config: {results.best_yaml}  (sweepgrok train {results.best_yaml})")
+    if results.plot is not None:
+        console.print(f"plot: {results.plot}")
+    elif results.plot_error:
+        console.print(f"no plot: {results.plot_error}")
+    console.print(
+        f"study: {s['study_name']} in {sweep_dir}  (optuna-dashboard {_dashboard_arg(sweep_dir)})",
+        highlight=False,
+    )
+
+
+def _dashboard_arg(sweep_dir: Path) -> str:
+    db = sweep_dir / "optuna.db"
+    return f"sqlite:///{db}" if db.exists() else str(sweep_dir / "optuna.journal")
+
+
+def study_record(spec: SearchSpec, sweep_dir: Path, *, resume: bool) -> dict[str, Any]:
+    """The study to use: the folder's own on --resume, else a new uniquely named one.
+
+    Raises the exit-2 error when the folder holds another sweep or a changed search.
+    """
+    from sweepgrok.search import fingerprint, new_study_record, read_study_record
+
+    record = read_study_record(sweep_dir)
+    if record is None:
+        if has_runs(sweep_dir):
+            raise fail(
+                f"{sweep_dir} holds a sweep that is not an Optuna search: use --fresh "
+                "to delete it, or another name / --storage"
+            )
+        return new_study_record(spec, sweep_dir)
+    if not resume:
+        raise fail(
+            f"{sweep_dir} already holds study {record['study_name']}: pass --resume to "
+            "continue it, or --fresh to delete it and start over"
+        )
+    if record.get("fingerprint") != fingerprint(spec):
+        raise fail(
+            f"{spec.settings.source}: base, search.space, metric or mode changed since "
+            f"study {record['study_name']} began: --fresh starts a new study"
+        )
+    return record
+
+
+def search(
+    search_file: Annotated[
+        Path, typer.Argument(metavar="SEARCH.yaml", help="Search file (YAML).", show_default=False)
+    ],
+    address: Annotated[
+        str | None,
+        typer.Option(help="Ray cluster address (default: $RAY_ADDRESS, else an embedded Ray)."),
+    ] = None,
+    storage: Annotated[
+        Path | None, typer.Option(help="Root of sweep folders (overrides the file's storage).")
+    ] = None,
+    num_samples: Annotated[
+        int | None, typer.Option(min=1, help="Trials in the study (a --resume tops up to it).")
+    ] = None,
+    max_concurrent: Annotated[
+        int | None, typer.Option(min=1, help="Trials running at once.")
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue this sweep's study (same name, storage).")
+    ] = False,
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Delete an existing sweep folder of this name first.")
+    ] = False,
+) -> None:
+    """Search GeomDR (or any) config keys with Optuna for the fastest-grokking trial config.
+
+    Trials that can no longer beat the best grok time are stopped there (exact time cap) and
+    recorded censored. Writes <sweep>/best_trial.yaml, search_summary.json and objective.png.
+    """
+    if resume and fresh:
+        raise fail("--resume and --fresh exclude each other")
+    try:
+        spec = load_search(search_file).with_overrides(
+            num_samples=num_samples, max_concurrent=max_concurrent
+        )
+    except ConfigError as err:
+        raise fail(str(err)) from None
+    sweep_dir = spec.sweep_dir(storage)
+    if fresh and sweep_dir.exists():
+        shutil.rmtree(sweep_dir)
+    record = study_record(spec, sweep_dir, resume=resume)
+    outcome = run(spec, sweep_dir, record, address)
+    from sweepgrok.search import finish, finished_count
+
+    results = finish(spec, sweep_dir, record)
+    print_results(spec, sweep_dir, results)
+    done = finished_count(results.study)
+    if done < spec.num_samples or outcome["errored"]:
+        console.print(
+            f"{done} of {spec.num_samples} trials finished, {outcome['errored']} "
+            f"failed: `sweepgrok search {search_file} --resume` continues"
+        )
+        raise typer.Exit(code=1)
+
+
+def run(spec: SearchSpec, sweep_dir: Path, record: dict[str, Any], address: str | None) -> Any:
+    """Persist the study record and a copy of the search file, then run the trials."""
+    from sweepgrok.search import write_study_record
+    from sweepgrok.tune.optuna import run_search
+
+    write_study_record(sweep_dir, record)
+    copy = sweep_dir / "sweep.yaml"
+    if not copy.exists():
+        shutil.copyfile(spec.settings.source, copy)
+    return run_search(spec, sweep_dir, record, address=address)
