@@ -231,7 +231,7 @@ class Trainer:
         """Per layer: D_eff, rho, top-eigenvalue fraction on the fixed subsample; 3L x (E,)."""
         if not self.cfg.geometry.enabled:
             return []
-        out = []
+        out: list[Tensor] = []
         for h in hidden:
             z = _take(h, self.geo_idx)
             ok = _member_finite(z)
