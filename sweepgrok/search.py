@@ -392,12 +392,19 @@ def summary(
     }
 
 
-def trial_values(study: optuna.Study) -> list[tuple[int, float]]:
-    """(trial number, objective) of complete trials, in trial order (for the plot)."""
+def trial_values(study: optuna.Study, budget: int) -> list[tuple[int, float, bool]]:
+    """(trial number, objective, censored) of complete trials, in trial order (for the plot).
+
+    Censored: stopped by the time cap, or a value above the budget (some run never grokked).
+    """
     from optuna.trial import TrialState
 
     trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    return [(t.number, float(t.value)) for t in trials if t.value is not None]
+    return [
+        (t.number, float(t.value), "capped_at" in t.user_attrs or float(t.value) > budget)
+        for t in trials
+        if t.value is not None
+    ]
 
 
 @dataclass
@@ -437,7 +444,7 @@ def finish(
         from sweepgrok.search_plots import plot_objective
 
         res.plot = plot_objective(
-            trial_values(study),
+            trial_values(study, spec.budget),
             sweep_dir / PLOT_FILE,
             budget=spec.budget,
             mode=spec.mode,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 
 def plot_objective(
-    values: Sequence[tuple[int, float]],
+    values: Sequence[tuple[int, float, bool]],
     path: str | Path,
     *,
     budget: int,
@@ -19,21 +19,22 @@ def plot_objective(
 ) -> Path:
     """Objective of each complete trial (dots), best so far (step line), budget (dashed).
 
-    Values above the budget are censored trials (never grokked, or stopped by the time cap):
-    drawn hollow so that a reader does not take them for grok times.
+    `values` are (trial number, objective, censored). Censored trials (never grokked, or stopped
+    by the time cap) are drawn hollow so that a reader does not take them for grok times.
     """
     import matplotlib
 
     matplotlib.use("Agg")  # files only; never a window
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    numbers = [n for n, _ in values]
-    ys = [v for _, v in values]
+    numbers = [n for n, _, _ in values]
+    ys = [v for _, v, _ in values]
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    grok = [(n, v) for n, v in values if v <= budget]
-    cens = [(n, v) for n, v in values if v > budget]
+    grok = [(n, v) for n, v, c in values if not c]
+    cens = [(n, v) for n, v, c in values if c]
     if grok:
         ax.scatter(
             [n for n, _ in grok],
@@ -49,7 +50,7 @@ def plot_objective(
             s=22,
             facecolors="none",
             edgecolors="C3",
-            label="censored (value > budget)",
+            label="censored (capped, or > budget)",
         )
     best: list[float] = []
     for y in ys:
@@ -58,6 +59,7 @@ def plot_objective(
     if numbers:
         ax.step(numbers, best, where="post", color="C2", label="best so far")
     ax.axhline(budget, color="grey", linestyle="--", linewidth=1, label=f"budget {budget}")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("trial")
     ax.set_ylabel("objective (steps)")
     ax.set_title(title, fontsize=10)
