@@ -22,8 +22,11 @@ from ray import tune
 from sweepgrok.config import flatten, from_flat
 from sweepgrok.sink import ParquetSink, read_runs
 from sweepgrok.tune.progress import LiveView
+from sweepgrok.tune.prune import CheckpointPruner
 from sweepgrok.tune.trainable import CKPT_FLAG, PAYLOAD, run_ids_for
 
+TUNE_DIR = "tune"
+"""Tune's experiment folder inside the sweep folder."""
 ERROR_CHARS = 4000
 """Tail of the error trace kept in a failed run row."""
 
@@ -47,6 +50,8 @@ class ParquetCallback(tune.Callback):
         self._sink: ParquetSink | None = None
         self._view: LiveView | None = None
         self._finished: dict[str, set[str]] = {}  # trial_id -> run ids with a run row
+        self._trial_dirs: dict[str, Path] = {}  # trial_id -> its folder in storage
+        self.pruner = CheckpointPruner(Path(sweep_dir) / TUNE_DIR)
         self.grokked = 0
 
     def __getstate__(self) -> dict[str, Any]:
@@ -82,9 +87,16 @@ class ParquetCallback(tune.Callback):
         self, iteration: int, trials: list[Any], trial: Any, checkpoint: Any, **info: Any
     ) -> None:
         self.sink.flush()
+        self.pruner.on_checkpoint(checkpoint.path)
+        self._trial_dirs[trial.trial_id] = Path(checkpoint.path).parent
+
+    def on_step_end(self, iteration: int, trials: list[Any], **info: Any) -> None:
+        self.pruner.prune()
 
     def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         self.sink.flush()
+        if trial.trial_id in self._trial_dirs:
+            self.pruner.on_complete(self._trial_dirs[trial.trial_id])
         self._refresh(trials)
 
     def on_trial_recover(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
@@ -126,6 +138,7 @@ class ParquetCallback(tune.Callback):
     def close(self, trials: Sequence[Any] = ()) -> None:
         """Flush everything and stop the live view (idempotent)."""
         self.sink.flush()
+        self.pruner.prune(force=True)
         if self._view is not None:
             self._refresh(trials)
             self._view.stop()

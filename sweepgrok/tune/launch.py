@@ -17,11 +17,8 @@ import ray
 from ray import tune
 
 from sweepgrok.spaces import GridSpec, Resources
-from sweepgrok.tune.callback import ParquetCallback
+from sweepgrok.tune.callback import TUNE_DIR, ParquetCallback
 from sweepgrok.tune.trainable import FAIL_ONCE_ENV, trainable
-
-TUNE_DIR = "tune"
-"""Tune's experiment folder inside the sweep folder."""
 
 # Quiet by default: no usage stats, no per-trial CSV/JSON/TensorBoard files (our Parquet is the
 # record), deduplicated worker logs. setdefault: the user's environment wins.
@@ -29,7 +26,7 @@ QUIET_ENV = {
     "RAY_USAGE_STATS_ENABLED": "0",
     "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1",
     "RAY_DEDUP_LOGS": "1",
-    # Forced snapshots (a trial checkpointed num_to_keep times) are what keeps --resume exact.
+    # Snapshot-frequency warnings are about num_to_keep, which we leave unset (see prune.py).
     "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",
     "RAY_AIR_NEW_OUTPUT": "0",
 }
@@ -111,7 +108,8 @@ def build_tuner(
         name=TUNE_DIR,
         storage_path=str(Path(sweep_dir).resolve()),
         failure_config=tune.FailureConfig(max_failures=max_failures),
-        checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
+        # Keep all: CheckpointPruner deletes old ones once no saved snapshot refers to them.
+        checkpoint_config=tune.CheckpointConfig(num_to_keep=None),
         callbacks=[callback],
         verbose=0,
     )
