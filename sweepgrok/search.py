@@ -271,8 +271,19 @@ def open_storage(record: Mapping[str, Any]) -> optuna.storages.BaseStorage:
     return optuna.storages.RDBStorage(record["storage"])
 
 
-def make_sampler(spec: SearchSpec) -> optuna.samplers.BaseSampler:
-    """The sampler of `search.sampler`, seeded with `search.seed`."""
+def sampler_seed(seed: int | None, n_existing: int) -> int | None:
+    """The seed of a session's sampler: `seed` for a new study, a derived one on --resume.
+
+    A resumed study with the same seed would replay the first session's random start-up
+    proposals and sample the same schedules twice.
+    """
+    if seed is None or n_existing == 0:
+        return seed
+    return (seed * 1_000_003 + n_existing * 7919) % (2**32)
+
+
+def make_sampler(spec: SearchSpec, n_existing: int = 0) -> optuna.samplers.BaseSampler:
+    """The sampler of `search.sampler`, seeded from `search.seed` (see sampler_seed)."""
     import optuna
 
     samplers = {
@@ -281,7 +292,15 @@ def make_sampler(spec: SearchSpec) -> optuna.samplers.BaseSampler:
         "gp": optuna.samplers.GPSampler,
         "cmaes": optuna.samplers.CmaEsSampler,
     }
-    return samplers[spec.sampler](seed=spec.seed)
+    return samplers[spec.sampler](seed=sampler_seed(spec.seed, n_existing))
+
+
+def trials_in(record: Mapping[str, Any]) -> int:
+    """Trials already in the record's study (0 when it does not exist yet)."""
+    try:
+        return len(load_study(record).get_trials(deepcopy=False))
+    except KeyError:  # optuna: no such study in this storage
+        return 0
 
 
 def distribution(dist: Dist) -> optuna.distributions.BaseDistribution:

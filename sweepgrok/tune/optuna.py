@@ -40,6 +40,7 @@ from sweepgrok.search import (
     make_sampler,
     open_storage,
     optuna_space,
+    trials_in,
     worst_value,
 )
 from sweepgrok.search_file import SearchSpec
@@ -289,16 +290,15 @@ def _meta(spec: SearchSpec) -> dict[str, Any]:
     }
 
 
-def build_searcher(spec: SearchSpec, record: Mapping[str, Any], adopt: Sequence[int]) -> Any:
+def build_searcher(spec: SearchSpec, record: Mapping[str, Any]) -> Any:
     """StudySearch on the sweep's study, limited to max_concurrent trials at once."""
     searcher = StudySearch(
         space=optuna_space(spec),
         metric=OBJECTIVE,
         mode=spec.mode,
-        sampler=make_sampler(spec),
+        sampler=make_sampler(spec, trials_in(record)),
         study_name=record["study_name"],
         storage=open_storage(record),
-        adopt=adopt,
     )
     return ConcurrencyLimiter(searcher, max_concurrent=spec.max_concurrent)
 
@@ -322,7 +322,7 @@ def run_search(
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     start_ray(address, num_cpus)
     try:
-        searcher = build_searcher(spec, record, [])
+        searcher = build_searcher(spec, record)
         study = searcher.searcher._ot_study
         adopt = zombie_trials(study)
         # WAITING (enqueued) trials are asked first by the sampler: they count as to be run.
