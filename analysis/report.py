@@ -32,8 +32,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--threshold",
         type=float,
         choices=THRESHOLDS,
-        default=0.99,
-        help="test accuracy of grokking for the figures (both go in the tables)",
+        default=None,
+        help="test accuracy of grokking for the figures (both go in the tables); default: "
+        "the runs' train.grok_threshold when they share one, else 0.99",
     )
     return ap.parse_args(argv)
 
@@ -71,15 +72,21 @@ def build_report(
     out: Path,
     by: Sequence[str] | None = None,
     baseline: str | None = None,
-    threshold: float = 0.99,
+    threshold: float | None = None,
 ) -> Path:
     """Write the report folder; returns the path of report.md (AnalysisError on bad input)."""
     metrics, runs = stats.read_sweeps(sweep_dirs)
-    summary = stats.run_summary(metrics, runs)
+    summary, pending = stats.recorded_runs(stats.run_summary(metrics, runs))
     keys = stats.resolve_by(summary, by)
+    threshold = threshold or stats.default_threshold(summary)
     out.mkdir(parents=True, exist_ok=True)
     summary.to_csv(out / "runs.csv", index=False)
     lines = ["# Sweep report", "", *_overview(summary, sweep_dirs), ""]
+    if pending:
+        lines += [
+            f"{pending} run(s) with metrics but no runs/ row yet (still running?) are left out.",
+            "",
+        ]
     lines += [f"Grouped by: {', '.join(f'`{k}`' for k in keys) or 'nothing (one group)'}."]
     tables = {}
     for theta in THRESHOLDS:

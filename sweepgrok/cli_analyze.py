@@ -58,8 +58,12 @@ def analyze(
         typer.Option(help="Baseline runs as key=value[,key=value]: adds speed-up and log-rank p."),
     ] = None,
     threshold: Annotated[
-        Threshold, typer.Option(help="Test accuracy that defines grokking.")
-    ] = Threshold.p99,
+        Threshold | None,
+        typer.Option(
+            help="Test accuracy that defines grokking [default: the runs' train.grok_threshold "
+            "when they share 0.95 or 0.99, else 0.99]."
+        ),
+    ] = None,
     fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
     plots: Annotated[
         Path | None, typer.Option(help="Write every figure that applies (PNG) to this folder.")
@@ -75,29 +79,44 @@ def analyze(
     from sweepgrok import stats
 
     _check_sweep_dirs(sweep_dirs)
-    theta = float(threshold.value)
     try:
-        metrics, runs = stats.read_sweeps(sweep_dirs)
-        summary = stats.run_summary(metrics, runs)
-        keys = stats.resolve_by(summary, _split_keys(by))
+        metrics, summary, keys = _load(sweep_dirs, by)
+        theta = float(threshold.value) if threshold else stats.default_threshold(summary)
         table = stats.analysis_table(
             summary, keys, baseline, threshold=theta, n_boot=n_boot, seed=seed
         )
     except stats.AnalysisError as err:
         hint = _HINTS.get(err.param or "", "'SWEEP_DIR...'")
         raise typer.BadParameter(str(err), param_hint=hint) from None
-    text = render(table, keys, fmt, theta)
-    if out is None:
-        typer.echo(text, nl=False)
-    else:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
-        typer.echo(f"wrote {out}", err=True)
+    _emit(render(table, keys, fmt, theta), out)
     if plots is not None:
         from sweepgrok import plots as figures
 
         for path in figures.plot_all(metrics, summary, keys, plots, theta):
             typer.echo(f"wrote {path}", err=True)
+
+
+def _load(sweep_dirs: list[Path], by: str | None) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """(metrics, run summary of the runs with a run row, grouping keys)."""
+    from sweepgrok import stats
+
+    metrics, runs = stats.read_sweeps(sweep_dirs)
+    summary, pending = stats.recorded_runs(stats.run_summary(metrics, runs))
+    if pending:
+        typer.echo(
+            f"note: {pending} run(s) have metrics but no runs/ row yet (still running?): left out",
+            err=True,
+        )
+    return metrics, summary, stats.resolve_by(summary, _split_keys(by))
+
+
+def _emit(text: str, out: Path | None) -> None:
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    typer.echo(f"wrote {out}", err=True)
 
 
 def _split_keys(by: str | None) -> list[str] | None:
@@ -184,6 +203,8 @@ def _speedup_cell(r: Mapping[Any, Any]) -> str:
 def _group_cells(r: Mapping[Any, Any]) -> list[str]:
     grokked = f"{r['n_grokked']}/{r['n']} {r['success_rate']:.0%}"
     grokked += f" [{r['success_lo']:.0%}, {r['success_hi']:.0%}]"
+    if r.get("n_failed"):  # diverged or failed runs count as not grokked: say how many
+        grokked += f", {r['n_failed']} failed"
     mean = _steps(r["grok_mean"])
     if not _nan(r["grok_sem"]):
         mean += f" ± {_steps(r['grok_sem'])}"

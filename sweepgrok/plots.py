@@ -111,7 +111,8 @@ def _finish_curves(fig: Figure, axes: list[plt.Axes], ylabel: str, single: bool)
     if single:
         axes[0].set_xlabel("step (log)")
         axes[0].set_ylabel(ylabel)
-        axes[0].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        if axes[0].get_legend_handles_labels()[0]:  # a sweep without metrics draws none
+            axes[0].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     else:
         fig.supxlabel("step (log)")
         fig.supylabel(ylabel)
@@ -208,6 +209,11 @@ def grok_time_distribution(
     return _save(fig, path)
 
 
+def _levels(column: pd.Series) -> list[str]:
+    """A key's values in sorted order (null last), as labels."""
+    return [stats.format_value(v) for v in column.drop_duplicates().sort_values()]
+
+
 def grok_heatmap(
     summary: pd.DataFrame, x_key: str, y_key: str, path: Path, threshold: float = 0.99
 ) -> Path:
@@ -216,28 +222,38 @@ def grok_heatmap(
     Cells where fewer than half of the runs grokked have no median: they are grey, "> steps".
     """
     table = stats.group_summary(summary, [y_key, x_key], threshold=threshold, n_boot=1)
-    km = table.pivot(index=y_key, columns=x_key, values="km_median")
-    fig, ax = plt.subplots(figsize=(1.6 + 1.1 * km.shape[1], 1.4 + 0.8 * km.shape[0]))
+    # Labels, not values, index the grid: a null config value (NaN != NaN) still finds its cell.
+    xs, ys = _levels(table[x_key]), _levels(table[y_key])
+    km = pd.DataFrame(np.nan, index=ys, columns=xs)
+    notes = []
+    for r in table.to_dict("records"):
+        i, j = ys.index(stats.format_value(r[y_key])), xs.index(stats.format_value(r[x_key]))
+        med = r["km_median"]
+        km.iloc[i, j] = med
+        top = f"{med:,.0f}" if np.isfinite(med) else f"> {r['steps_run_max']:,.0f}"
+        notes.append((i, j, f"{top}\n{r['n_grokked']}/{r['n']}", bool(np.isfinite(med))))
+    fig, ax = plt.subplots(figsize=(1.6 + 1.1 * len(xs), 1.4 + 0.8 * len(ys)))
     ax.set_facecolor("0.85")
     # Colour on a log scale: grok steps across a sweep span orders of magnitude.
-    colour = np.log10(km.astype(float))
-    sns.heatmap(colour, ax=ax, cmap="viridis_r", cbar_kws={"label": "log10 KM median"})
-    for _, row in table.iterrows():
-        i = list(km.index).index(row[y_key])
-        j = list(km.columns).index(row[x_key])
-        med = row["km_median"]
-        top = f"{med:,.0f}" if np.isfinite(med) else f"> {row['steps_run_max']:,.0f}"
+    colour = km.apply(np.log10)
+    if colour.notna().to_numpy().any():
+        sns.heatmap(colour, ax=ax, cmap="viridis_r", cbar_kws={"label": "log10 KM median"})
+    else:  # no cell has a median: a grey grid, no colour bar
+        sns.heatmap(colour, ax=ax, vmin=0.0, vmax=1.0, cbar=False)
+    for i, j, text, finite in notes:
         ax.text(
             j + 0.5,
             i + 0.5,
-            f"{top}\n{row['n_grokked']}/{row['n']}",
+            text,
             ha="center",
             va="center",
             fontsize="small",
-            color="white" if np.isfinite(med) else "black",
+            color="white" if finite else "black",
         )
-    ax.set_xticklabels([stats.format_value(v) for v in km.columns])
-    ax.set_yticklabels([stats.format_value(v) for v in km.index], rotation=0)
+    ax.set_xticks(np.arange(len(xs)) + 0.5, xs)
+    ax.set_yticks(np.arange(len(ys)) + 0.5, ys, rotation=0)
+    ax.set_xlabel(x_key)
+    ax.set_ylabel(y_key)
     ax.set_title(f"KM median grok step (test acc >= {threshold:g}); k/n grokked")
     return _save(fig, path)
 

@@ -167,7 +167,7 @@ def run_summary(
 ) -> pd.DataFrame:
     """One row per run: events from metrics/ joined with runs/ (status and config columns).
 
-    Columns: run_id, sweep, status, steps_run, peak_test_acc, fit_step, for each theta
+    Columns: run_id, in_runs, sweep, status, steps_run, peak_test_acc, fit_step, for each theta
     grok_step_<t>, censored_<t>, delay_<t>, collapse_to_grok_<t>, then collapse_step and every
     config key (dotted name). The grok steps are recomputed from metrics/, not trusted from
     runs/. steps_run is the larger of runs/ ``steps_run`` and the last evaluated step; a run in
@@ -191,6 +191,8 @@ def run_summary(
             ev.insert(0, "status", r["status"].reindex(index))
         if "sweep" in r:
             ev.insert(0, "sweep", r["sweep"].reindex(index))
+        # False: metrics but no run row yet (a run still in progress, or its driver died).
+        ev.insert(0, "in_runs", index.isin(r.index))
         config = r[[c for c in r.columns if "." in c]].reindex(index)
     for theta in grok_thresholds:
         t = tag(theta)
@@ -202,6 +204,27 @@ def run_summary(
         ev = ev.join(config)
     ev.index.name = "run_id"
     return ev.reset_index()
+
+
+def recorded_runs(summary: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """(runs that have a runs/ row, how many were left out).
+
+    A run with metrics but no run row is still running (or lost its driver): its config is
+    unknown, so it cannot join a group. When no run has a row yet, every run is kept.
+    """
+    if "in_runs" not in summary or not summary["in_runs"].any():
+        return summary, 0
+    kept = summary[summary["in_runs"]]
+    return kept, len(summary) - len(kept)
+
+
+def default_threshold(summary: pd.DataFrame) -> float:
+    """The runs' own train.grok_threshold when they share one of GROK_THRESHOLDS, else 0.99."""
+    if "train.grok_threshold" in summary:
+        values = summary["train.grok_threshold"].dropna().unique()
+        if len(values) == 1 and any(np.isclose(values[0], t) for t in GROK_THRESHOLDS):
+            return float(min(GROK_THRESHOLDS, key=lambda t: abs(t - values[0])))
+    return 0.99
 
 
 def summarize_sweeps(sweep_dirs: str | Path | Iterable[str | Path], **kwargs: Any) -> pd.DataFrame:

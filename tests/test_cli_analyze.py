@@ -25,12 +25,15 @@ def _curve(grok_at: int | None) -> list[float]:
     return [1.0 if grok_at is not None and i * EVAL >= grok_at else 0.1 for i in range(N_EVALS)]
 
 
-def write_sweep(root: Path, groks: dict[str, list[int | None]], seed0: int = 0) -> Path:
+def write_sweep(
+    root: Path, groks: dict[str, list[int | None]], seed0: int = 0, grok_threshold: float = 0.99
+) -> Path:
     """Runs with complete config rows: model.norm -> grok steps per seed (None = censored)."""
     sink = ParquetSink(root)
     for norm, steps in groks.items():
         for i, grok in enumerate(steps):
-            cfg = update(Config(), {"model.norm": norm, "train.seed": seed0 + i})
+            overrides = {"model.norm": norm, "train.seed": seed0 + i}
+            cfg = update(Config(), {**overrides, "train.grok_threshold": grok_threshold})
             run_id = f"{root.name}-{norm}-{i}"
             curve = _curve(grok)
             sink.write_metrics(
@@ -182,3 +185,21 @@ def test_report_script(sweep: Path, tmp_path: Path) -> None:
     assert (out / "figures" / "survival.png").is_file() and (out / "runs.csv").is_file()
     bad = subprocess.run([*cmd, "--by", "model.nrom"], cwd=root, capture_output=True, text=True)
     assert bad.returncode == 2 and "--by" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_threshold_defaults_to_the_runs_own(tmp_path: Path) -> None:
+    sweep = write_sweep(tmp_path / "p1", {"none": [500, 600]}, grok_threshold=0.95)
+    code, out = invoke(sweep)
+    assert code == 0 and "test_acc >= 0.95" in out
+    code, out = invoke(sweep, "--threshold", "0.99")
+    assert code == 0 and "test_acc >= 0.99" in out
+
+
+def test_runs_still_in_progress_are_noted_and_left_out(sweep: Path) -> None:
+    sink = ParquetSink(sweep)
+    sink.write_metrics([{"run_id": "in-flight", "step": 0, "train_acc": 0.1, "test_acc": 0.1}])
+    sink.flush()
+    result = runner.invoke(app, ["analyze", str(sweep), "--format", "csv"])
+    assert result.exit_code == 0
+    assert "1 run(s) have metrics but no runs/ row" in result.stderr
+    assert pd.read_csv(io.StringIO(result.stdout))["n"].tolist() == [3, 3]

@@ -107,3 +107,20 @@ def test_heatmap_keys_prefer_geomdr_schedule() -> None:
     keys = ["model.norm", "geomdr.start_step", "geomdr.target_dim"]
     assert plots.heatmap_keys(keys) == ("geomdr.target_dim", "geomdr.start_step")
     assert plots.heatmap_keys(["model.norm"]) is None
+
+
+def test_heatmap_with_null_values_and_no_grokking(tmp_path: Path) -> None:
+    summary = pd.DataFrame(
+        {
+            "run_id": ["a", "b", "c"],
+            "geomdr.target_dim": [16.0, 32.0, float("nan")],  # a run row without this key
+            "geomdr.start_step": [0, 0, 500],
+            "grok_step_99": pd.array([None, None, None], dtype="Int64"),
+            "delay_99": pd.array([None, None, None], dtype="Int64"),
+            "steps_run": pd.array([1000, 1000, 800], dtype="Int64"),
+            "collapse_step": pd.array([None, None, None], dtype="Int64"),
+            "collapse_to_grok_99": pd.array([None, None, None], dtype="Int64"),
+        }
+    )
+    path = plots.grok_heatmap(summary, "geomdr.target_dim", "geomdr.start_step", tmp_path / "h.png")
+    assert_png(path)

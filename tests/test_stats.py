@@ -275,3 +275,22 @@ def test_import_does_not_pull_ray_or_torch() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_runs_without_a_run_row_are_left_out_of_groups(tmp_path: Path) -> None:
+    sink = ParquetSink(tmp_path)
+    write_run(sink, "done", step_curve(200, 5), config={"model.norm": "none"})
+    sink.write_metrics([{"run_id": "running", "step": 0, "train_acc": 0.1, "test_acc": 0.1}])
+    sink.flush()
+    summary = stats.summarize_sweeps(tmp_path).set_index("run_id")
+    assert summary["in_runs"].to_dict() == {"done": True, "running": False}
+    kept, pending = stats.recorded_runs(summary.reset_index())
+    assert kept["run_id"].tolist() == ["done"] and pending == 1
+
+
+def test_default_threshold_follows_the_runs() -> None:
+    same = pd.DataFrame({"train.grok_threshold": [0.95, 0.95]})
+    mixed = pd.DataFrame({"train.grok_threshold": [0.95, 0.99]})
+    assert stats.default_threshold(same) == 0.95
+    assert stats.default_threshold(mixed) == 0.99
+    assert stats.default_threshold(pd.DataFrame({"x": [1]})) == 0.99
