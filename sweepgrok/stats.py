@@ -572,6 +572,44 @@ def _spec_text(spec: Mapping[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in spec.items())
 
 
+def _at_defaults(summary: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
+    """Runs whose `keys` hold the config tree's default values."""
+    from sweepgrok.config import Config, flatten
+
+    defaults = flatten(Config())
+    mask = pd.Series(True, index=summary.index)
+    for key in keys:
+        if key not in defaults:  # e.g. `sweep`: no default to fall back on
+            return pd.Series(False, index=summary.index)
+        value = defaults[key]
+        mask &= (
+            summary[key].isna() if value is None else _matches(summary[key], format_value(value))
+        )
+    return mask
+
+
+def baseline_rows(
+    summary: pd.DataFrame, spec: Mapping[str, str], by: Sequence[str]
+) -> pd.DataFrame:
+    """The baseline runs: those matching `spec`, which must pick out one group of `by`.
+
+    When the pairs match several groups, the group whose other `by` keys are at their config
+    defaults is the baseline (``--baseline model.norm=none`` is the plain model, not also the
+    uniform-attention one); if there is none, AnalysisError lists the groups matched.
+    """
+    mask = baseline_mask(summary, spec)
+    labels = run_labels(summary[mask], by)
+    if labels.nunique() <= 1:
+        return summary[mask]
+    rest = [k for k in by if k not in spec]
+    narrowed = mask & _at_defaults(summary, rest)
+    if narrowed.any() and run_labels(summary[narrowed], by).nunique() == 1:
+        return summary[narrowed]
+    matched = "; ".join(sorted(labels.unique()))
+    msg = f"{_spec_text(spec)} matches several groups ({matched}): add keys to pick one"
+    raise AnalysisError(msg, "baseline")
+
+
 def compare(
     summary: pd.DataFrame,
     baseline: str | Mapping[str, str],
@@ -586,13 +624,13 @@ def compare(
     CI, censored runs as +inf), speedup_bound (see speedup_bound: a bound where the speed-up is
     inf or 0) and the two-sided log-rank p-value (scipy.stats.logrank).
 
-    The baseline is every run matching all key=value pairs (keys need not be among `by`; when
-    they are not, matching groups are pooled). The group equal to the baseline gets speed-up 1
-    and no p-value. Rows come in the order of group_summary.
+    The baseline is the group of runs matching all key=value pairs (see baseline_rows). The
+    group equal to the baseline gets speed-up 1 and no p-value. Rows come in the order of
+    group_summary.
     """
     spec = parse_baseline(baseline) if isinstance(baseline, str) else dict(baseline)
     keys = resolve_by(summary, by)
-    base_rows = summary[baseline_mask(summary, spec)]
+    base_rows = baseline_rows(summary, spec, keys)
     bt, bc = times_and_censoring(base_rows, threshold)
     base_ids = set(base_rows["run_id"])
     out = []

@@ -294,3 +294,46 @@ def test_default_threshold_follows_the_runs() -> None:
     assert stats.default_threshold(same) == 0.95
     assert stats.default_threshold(mixed) == 0.99
     assert stats.default_threshold(pd.DataFrame({"x": [1]})) == 0.99
+
+
+def quickstart_like(lrs: tuple[float, float] = (1e-3, 1e-3)) -> pd.DataFrame:
+    """plain | sphere (wd 0) | uniform attention, two seeds each (the make-demo grid)."""
+    variants = [("none", "softmax", 1.0, lrs[0]), ("sphere", "softmax", 0.0, 1e-3)]
+    variants.append(("none", "uniform", 1.0, lrs[1]))
+    rows = [
+        {
+            "run_id": f"{n}-{a}-{s}",
+            "model.norm": n,
+            "model.attention": a,
+            "optim.weight_decay": wd,
+            "optim.lr": lr,
+            "train.seed": s,
+        }
+        for n, a, wd, lr in variants
+        for s in (1, 2)
+    ]
+    grok = [5000, 5500, 350, 400, 1100, 1200]
+    frame = pd.DataFrame(rows).assign(
+        grok_step_99=pd.array(grok, dtype="Int64"), steps_run=pd.array(grok, dtype="Int64")
+    )
+    return frame.assign(delay_99=frame["grok_step_99"] - 300)
+
+
+def test_baseline_matching_several_groups_takes_the_defaults() -> None:
+    summary = quickstart_like()
+    by = stats.varying_keys(summary)
+    assert by == ["model.norm", "model.attention", "optim.weight_decay"]
+    base = stats.baseline_rows(summary, {"model.norm": "none"}, by)
+    assert base["model.attention"].unique().tolist() == ["softmax"]  # not pooled with uniform
+    cmp = stats.compare(summary, "model.norm=none").set_index("model.attention")
+    assert cmp["is_baseline"].tolist() == [True, False, False]
+    assert cmp.loc["uniform", "speedup"] == pytest.approx(5250 / 1150)
+
+
+def test_baseline_matching_several_non_default_groups_is_an_error() -> None:
+    summary = quickstart_like(lrs=(0.01, 0.02))
+    with pytest.raises(stats.AnalysisError, match="matches several groups") as err:
+        stats.compare(summary, "model.norm=none")
+    assert err.value.param == "baseline"
+    cmp = stats.compare(summary, "model.norm=none,optim.lr=0.02")
+    assert cmp["is_baseline"].sum() == 1
