@@ -223,6 +223,14 @@ t.run_synthetic(Path({path!r}), delay=0.05)
 """
 
 
+def _states(sweep_dir: Path) -> dict[str, int]:
+    record = S.read_study_record(sweep_dir)
+    try:
+        return S.count_states(S.load_study(record)) if record else {}
+    except KeyError:  # the storage exists, the study not yet
+        return {}
+
+
 def test_interrupted_search_resumes_to_exactly_num_samples(tmp_path, ray_env):
     path = search_file(tmp_path, num_samples=5, max_concurrent=2, time_cap_margin=None)
     script = tmp_path / "driver.py"
@@ -237,11 +245,8 @@ def test_interrupted_search_resumes_to_exactly_num_samples(tmp_path, ray_env):
     try:
         deadline = time.time() + 120
         while time.time() < deadline:
-            record = S.read_study_record(sweep_dir)
-            if record and (sweep_dir / "optuna.db").exists():
-                states = S.count_states(S.load_study(record))
-                if states.get("COMPLETE", 0) >= 2 and states.get("RUNNING", 0):
-                    break
+            if _states(sweep_dir).get("COMPLETE", 0) >= 2 and _states(sweep_dir).get("RUNNING"):
+                break
             time.sleep(0.5)
         proc.send_signal(signal.SIGINT)  # the first Ctrl-C: Tune stops and saves
         proc.wait(timeout=60)
