@@ -32,3 +32,6 @@ app.command()(validate)
 from sweepgrok.cli_analyze import analyze  # noqa: E402
 
 app.command()(analyze)
+from sweepgrok.cli_search import search  # noqa: E402
+
+app.command()(search)
