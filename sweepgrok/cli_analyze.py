@@ -161,8 +161,9 @@ def legend(threshold: float, with_baseline: bool) -> str:
     )
     if with_baseline:
         text += (
-            " Speed-up = baseline median / group median (censored runs as +inf) [95% bootstrap "
-            "CI]; p = two-sided log-rank test vs the baseline."
+            " Speed-up = baseline KM median / group KM median [95% bootstrap CI] ('> x': the "
+            "baseline has no median, x a lower bound); p = two-sided log-rank test vs the "
+            "baseline."
         )
     return text
 

@@ -18,10 +18,9 @@ Group statistics (``group_summary``): success rate with a Wilson interval; media
 step and delay among grokked runs with seeded percentile-bootstrap CIs; the Kaplan-Meier median
 grok time over all runs (censored included); the standard error of the mean, std / sqrt(n).
 
-Comparisons (``compare``): speed-up = baseline median / group median, where censored runs enter
-as +inf (their time exceeds steps_run). When every censored run was censored after the group's
-last grok (the usual case: one budget per sweep) this median equals the Kaplan-Meier median.
-The p-value is the two-sided log-rank test (``scipy.stats.logrank``), which counts censored runs.
+Comparisons (``compare``): speed-up = baseline Kaplan-Meier median / group Kaplan-Meier median
+(both count censored runs), with a seeded bootstrap CI. The p-value is the two-sided log-rank
+test (``scipy.stats.logrank``), which counts censored runs too.
 """
 
 from __future__ import annotations
@@ -306,6 +305,32 @@ def km_median(times: np.ndarray, censored: np.ndarray) -> float:
     return float(sf.quantiles[hit[0]]) if hit.size else float("nan")
 
 
+def km_median_rows(times: np.ndarray, censored: np.ndarray) -> np.ndarray:
+    """Kaplan-Meier median of each row of (B, n) samples at once; +inf where S stays > 0.5.
+
+    The bootstrap needs thousands of KM medians; scipy's ecdf takes one sample per call. Each
+    observation, in time order with grokked before censored at equal steps, multiplies S by
+    1 - 1/at_risk if it grokked (1 if censored): the product over tied events is the usual
+    (r - d) / r. tests/test_stats.py proves this equal to km_median (scipy) on random data.
+    """
+    times = np.atleast_2d(np.asarray(times, float))
+    censored = np.atleast_2d(np.asarray(censored, bool))
+    order = np.lexsort((censored, times), axis=1)  # by time; grokked first at equal times
+    t = np.take_along_axis(times, order, axis=1)
+    event = ~np.take_along_axis(censored, order, axis=1)
+    at_risk = np.arange(t.shape[1], 0, -1, dtype=float)
+    surv = np.cumprod(np.where(event, 1.0 - 1.0 / at_risk, 1.0), axis=1)
+    hit = surv <= 0.5
+    first = np.argmax(hit, axis=1)
+    return np.where(hit.any(axis=1), t[np.arange(t.shape[0]), first], np.inf)
+
+
+def _ratio(base: np.ndarray | float, group: np.ndarray | float) -> np.ndarray:
+    # inf / finite = inf (baseline median beyond its runs), finite / inf = 0, inf / inf = NaN.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(base, float) / np.asarray(group, float)
+
+
 def speedup(
     base_times: np.ndarray,
     base_censored: np.ndarray,
@@ -316,39 +341,43 @@ def speedup(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> tuple[float, float, float]:
-    """(ratio, low, high) of medians, baseline / group, with a seeded bootstrap CI.
+    """(ratio, low, high): baseline KM median / group KM median, with a seeded bootstrap CI.
 
-    Censored runs enter as +inf (their grok time is > steps_run), so a group that groks in
-    fewer than half of its runs has an infinite median: the ratio is then inf (baseline
-    censored) or 0 (group censored), and NaN (with a NaN interval) when both are. Runs are
-    resampled independently within each group; resamples where both medians are infinite have
-    no ratio and are left out of the interval.
+    Kaplan-Meier medians count censored runs. A group that groks in under half of its runs
+    has no median (+inf): the ratio is then inf (baseline) or 0 (group), and NaN with a NaN
+    interval when both are. Runs are resampled independently within each group; resamples
+    where both medians are infinite have no ratio and are left out of the interval.
     """
-    b = np.where(np.asarray(base_censored, bool), np.inf, np.asarray(base_times, float))
-    g = np.where(np.asarray(censored, bool), np.inf, np.asarray(times, float))
-    if b.size == 0 or g.size == 0:
+    bt, bc = np.asarray(base_times, float), np.asarray(base_censored, bool)
+    gt, gc = np.asarray(times, float), np.asarray(censored, bool)
+    if bt.size == 0 or gt.size == 0:
         return float("nan"), float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        point = float(np.median(b) / np.median(g))
-        mb = np.median(b[rng.integers(0, b.size, size=(n_boot, b.size))], axis=1)
-        mg = np.median(g[rng.integers(0, g.size, size=(n_boot, g.size))], axis=1)
-        lo, hi = _percentiles(mb / mg, confidence)
+    point = float(_ratio(km_median_rows(bt, bc)[0], km_median_rows(gt, gc)[0]))
     if np.isnan(point):
         return point, float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    ib = rng.integers(0, bt.size, size=(n_boot, bt.size))
+    ig = rng.integers(0, gt.size, size=(n_boot, gt.size))
+    boots = _ratio(km_median_rows(bt[ib], bc[ib]), km_median_rows(gt[ig], gc[ig]))
+    lo, hi = _percentiles(boots, confidence)
     return point, lo, hi
 
 
-def speedup_bound(base_times: np.ndarray, times: np.ndarray) -> float:
-    """Ratio of medians with censored runs at their steps_run (as times_and_censoring gives).
+def speedup_bound(
+    base_times: np.ndarray, base_censored: np.ndarray, times: np.ndarray, censored: np.ndarray
+) -> float:
+    """The ratio with a missing KM median replaced by that group's longest run.
 
-    Censored times are lower bounds, so when ``speedup`` is inf (the baseline groks in under
-    half of its runs) this is a lower bound on the speed-up, and when it is 0 an upper bound.
+    A median that KM never reaches lies beyond the group's last observed step, so where
+    ``speedup`` is inf this is a lower bound on it, and where it is 0 an upper bound.
     """
     if len(base_times) == 0 or len(times) == 0:
         return float("nan")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return float(np.median(base_times) / np.median(times))
+    b = float(km_median_rows(base_times, base_censored)[0])
+    g = float(km_median_rows(times, censored)[0])
+    b = float(np.max(base_times)) if np.isinf(b) else b
+    g = float(np.max(times)) if np.isinf(g) else g
+    return float(_ratio(b, g))
 
 
 def logrank_p(
@@ -620,9 +649,9 @@ def compare(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> pd.DataFrame:
-    """Each group against the baseline: speed-up (baseline median / group median, bootstrap
-    CI, censored runs as +inf), speedup_bound (see speedup_bound: a bound where the speed-up is
-    inf or 0) and the two-sided log-rank p-value (scipy.stats.logrank).
+    """Each group against the baseline: speed-up (baseline KM median / group KM median, with
+    a bootstrap CI), speedup_bound (see speedup_bound: a bound where the speed-up is inf or 0)
+    and the two-sided log-rank p-value (scipy.stats.logrank).
 
     The baseline is the group of runs matching all key=value pairs (see baseline_rows). The
     group equal to the baseline gets speed-up 1 and no p-value. Rows come in the order of
@@ -646,7 +675,7 @@ def compare(
             t, c = times_and_censoring(part, threshold)
             ratio, lo, hi = speedup(bt, bc, t, c, n_boot=n_boot, seed=seed, confidence=confidence)
             row |= {"speedup": ratio, "speedup_lo": lo, "speedup_hi": hi}
-            row["speedup_bound"] = speedup_bound(bt, t)
+            row["speedup_bound"] = speedup_bound(bt, bc, t, c)
             row["logrank_p"] = logrank_p(bt, bc, t, c)
         out.append(row)
     return pd.DataFrame(out)
