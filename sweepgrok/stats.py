@@ -45,6 +45,8 @@ _BOOKKEEPING_KEYS = ("train.device", "train.threads", "train.checkpoint_every")
 # Accuracies are k / n_test computed in float32 by the trainer: 0.99 may arrive as 0.98999995.
 # A real accuracy difference is >= 1 / n_test (>= 1e-5 for any table here), far above 1e-6.
 _ACC_EPS = 1e-6
+# S(t) is a product of fractions: exactly half of 24 runs grokked gives 0.5000000000000001.
+_KM_EPS = 1e-9
 METRIC_COLUMNS = ("step", "train_acc", "test_acc", "deff")
 """The metrics/ columns the statistics read (Parquet projection keeps reads fast)."""
 
@@ -151,9 +153,6 @@ def run_events(
         out["collapse_step"] = pd.Series(pd.NA, index=out.index, dtype="Int64")
     out.index = pd.Index(ids, name="run_id")
     return out
-
-
-_RUN_COLUMNS = ("sweep", "status", "steps_run")
 
 
 def run_summary(
@@ -301,7 +300,7 @@ def km_median(times: np.ndarray, censored: np.ndarray) -> float:
         return float("nan")
     data = sps.CensoredData(uncensored=times[~censored], right=times[censored])
     sf = sps.ecdf(data).sf
-    hit = np.flatnonzero(sf.probabilities <= 0.5)
+    hit = np.flatnonzero(sf.probabilities <= 0.5 + _KM_EPS)
     return float(sf.quantiles[hit[0]]) if hit.size else float("nan")
 
 
@@ -320,7 +319,7 @@ def km_median_rows(times: np.ndarray, censored: np.ndarray) -> np.ndarray:
     event = ~np.take_along_axis(censored, order, axis=1)
     at_risk = np.arange(t.shape[1], 0, -1, dtype=float)
     surv = np.cumprod(np.where(event, 1.0 - 1.0 / at_risk, 1.0), axis=1)
-    hit = surv <= 0.5
+    hit = surv <= 0.5 + _KM_EPS
     first = np.argmax(hit, axis=1)
     return np.where(hit.any(axis=1), t[np.arange(t.shape[0]), first], np.inf)
 

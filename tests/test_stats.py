@@ -221,6 +221,9 @@ def test_vectorised_km_median_equals_scipy() -> None:
     fast = stats.km_median_rows(times, censored)
     plain = [stats.km_median(t, c) for t, c in zip(times, censored, strict=True)]
     np.testing.assert_array_equal(fast, np.nan_to_num(plain, nan=np.inf))
+    # Exactly half of 24 grokked: S = 0.5000000000000001 in floating point, still the median.
+    t24, c24 = np.arange(1.0, 25.0), np.arange(24) >= 12
+    assert stats.km_median(t24, c24) == 12.0 and stats.km_median_rows(t24, c24)[0] == 12.0
 
 
 def test_logrank_handles_censoring() -> None:
