@@ -141,10 +141,11 @@ def search(
         bool, typer.Option("--fresh", help="Delete an existing sweep folder of this name first.")
     ] = False,
 ) -> None:
-    """Search GeomDR (or any) config keys with Optuna for the fastest-grokking trial config.
+    """Search config keys (GeomDR schedule, ...) with Optuna for the fastest grokking.
 
-    Trials that can no longer beat the best grok time are stopped there (exact time cap) and
-    recorded censored. Writes <sweep>/best_trial.yaml, search_summary.json and objective.png.
+    A trial that can no longer beat the best grok step is stopped there (exact time cap).
+
+    Writes <sweep>/best_trial.yaml, search_summary.json, objective.png; the study is optuna.db.
     """
     if resume and fresh:
         raise fail("--resume and --fresh exclude each other")
