@@ -280,15 +280,26 @@ def read_table(
 
 
 def dedupe(table: pa.Table, keys: Sequence[str]) -> pa.Table:
-    """Keep the last row of each key (row order = write order), then sort by key."""
+    """Keep the last row of each key (row order = write order), sorted by key.
+
+    A numpy sort rather than pyarrow's group_by: the single-threaded hash aggregation on the
+    string run_id was most of the read time of a 2M-row sweep (benchmarks/bench_analysis.py).
+    """
     if table.num_rows == 0:
         return table
-    idx = pa.array(range(table.num_rows), type=pa.int64())
-    with_idx = table.append_column("__i", idx)
-    last = with_idx.group_by(list(keys), use_threads=False).aggregate([("__i", "max")])
-    keep = last.column("__i_max")
-    out = table.take(keep)
-    return out.sort_by([(k, "ascending") for k in keys])
+    import numpy as np
+    import pandas as pd
+
+    cols = []
+    for k in keys:
+        values = table.column(k).to_numpy(zero_copy_only=False)
+        cols.append(pd.factorize(values, sort=True)[0] if values.dtype == object else values)
+    # lexsort: last key is primary; the write index breaks ties so the newest row comes last.
+    order = np.lexsort([np.arange(table.num_rows), *reversed(cols)])
+    sorted_cols = [c[order] for c in cols]
+    last = np.ones(len(order), dtype=bool)
+    last[:-1] = np.logical_or.reduce([c[1:] != c[:-1] for c in sorted_cols])
+    return table.take(pa.array(order[last]))
 
 
 def read_metrics(sweep_dirs: Any, columns: Sequence[str] | None = None) -> Any:

@@ -53,3 +53,23 @@ def test_no_temporary_files_left_and_unknown_columns_rejected(tmp_path):
 
 def test_empty_sweep_reads_as_empty_frame(tmp_path):
     assert read_metrics(tmp_path).empty and list(read_runs(tmp_path).columns) == RUNS_SCHEMA.names
+
+
+def test_fast_dedupe_equals_pandas_keep_last():
+    import numpy as np
+    import pyarrow as pa
+
+    from sweepgrok.sink import dedupe
+
+    rng = np.random.default_rng(0)
+    n = 5000
+    df = pd.DataFrame({
+        "run_id": rng.choice(["a", "b", "c10", "c2"], n),
+        "step": rng.integers(0, 300, n),
+        "layer": rng.integers(0, 3, n),
+        "v": np.arange(n, dtype=float),  # write order
+    })
+    want = (df.drop_duplicates(["run_id", "step", "layer"], keep="last")
+            .sort_values(["run_id", "step", "layer"]).reset_index(drop=True))
+    got = dedupe(pa.Table.from_pandas(df), ["run_id", "step", "layer"]).to_pandas()
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), want)
