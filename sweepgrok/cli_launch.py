@@ -78,6 +78,9 @@ def prepare_folder(sweep_dir: Path, *, resume: bool, fresh: bool) -> None:
             f"{sweep_dir} already holds a sweep: pass --resume to finish it, or --fresh to "
             "delete it and start over"
         )
+    elif resume and has_runs(sweep_dir) and not (sweep_dir / "tune" / "tuner.pkl").exists():
+        # New trials would get new run ids and count every finished run twice.
+        raise fail(f"{sweep_dir} holds rows but no Ray Tune state to resume from (tune/)")
 
 
 def launch(

@@ -126,3 +126,11 @@ def test_an_empty_folder_is_not_refused(tmp_path: Path, no_ray: Path) -> None:
 
     (tmp_path / "runs" / "g" / "runs").mkdir(parents=True)
     assert not has_runs(tmp_path / "runs" / "g")
+
+
+def test_resume_without_tune_state_is_refused(tmp_path: Path, no_ray: Path) -> None:
+    path = grid_file(tmp_path, seeds=[1])
+    (tmp_path / "runs" / "g" / "runs").mkdir(parents=True)
+    (tmp_path / "runs" / "g" / "runs" / "part-1.parquet").write_bytes(b"")
+    result = runner.invoke(app, ["launch", str(path), "--resume"])
+    assert result.exit_code == 2 and "no Ray Tune state" in result.output

@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow.dataset as ds
 import pytest
-from conftest import stop_pids, tagged_pids, write_grid
+from conftest import TINY_BASE, stop_pids, tagged_pids, write_grid
 
 from sweepgrok.sink import METRICS_SCHEMA, RUNS_SCHEMA, read_metrics, read_runs
 from sweepgrok.spaces import load_grid
@@ -135,7 +135,19 @@ def _wait_for_run_rows(sweep_dir: Path, proc: subprocess.Popen, timeout: float =
 def test_killed_driver_resumes_without_rerunning_or_duplicates(
     tmp_path: Path, ray_env: dict[str, str], sig: signal.Signals
 ) -> None:
-    grid = write_grid(tmp_path / "g.yaml", "killed", seeds=[1, 2, 3, 4], checkpoint_every=3)
+    # Trials of a few seconds each, one at a time, so the kill lands mid-sweep.
+    base = {
+        **TINY_BASE,
+        "train": {
+            **TINY_BASE["train"],
+            "max_steps": 1500,
+            "eval_every": 50,
+            "stop_after_grok": False,
+        },
+    }
+    grid = write_grid(
+        tmp_path / "g.yaml", "killed", base=base, seeds=[1, 2, 3, 4], checkpoint_every=3
+    )
     sweep = tmp_path / "killed"
     proc = subprocess.Popen(
         _launch_cmd(grid, tmp_path, "--max-concurrent", "1"),
@@ -179,27 +191,32 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
-def _wait_for_nodes(address: str, n: int, timeout: float = 90) -> None:
-    import ray
+_COUNT_NODES = """
+import sys, time, ray
+ray.init(address=sys.argv[1], log_to_driver=False)
+deadline = time.time() + float(sys.argv[3])
+while time.time() < deadline and sum(n["Alive"] for n in ray.nodes()) < int(sys.argv[2]):
+    time.sleep(0.5)
+print(sum(n["Alive"] for n in ray.nodes()))
+"""
 
-    deadline = time.time() + timeout
-    ray.init(address=address, log_to_driver=False)
-    try:
-        while time.time() < deadline:
-            if sum(node["Alive"] for node in ray.nodes()) >= n:
-                return
-            time.sleep(0.5)
-        raise AssertionError(f"cluster at {address} did not reach {n} nodes")
-    finally:
-        ray.shutdown()
+
+def _wait_for_nodes(address: str, n: int, env: dict[str, str], timeout: float = 90) -> None:
+    # A separate process: this one has run embedded Ray sessions before (global Ray state).
+    out = subprocess.run(
+        [sys.executable, "-c", _COUNT_NODES, address, str(n), str(timeout)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout + 60,
+    )
+    assert out.stdout.strip() == str(n), out.stdout + out.stderr
 
 
 def test_two_node_cluster_runs_trials_on_both_nodes(
-    tmp_path: Path, ray_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, ray_env: dict[str, str]
 ) -> None:
     token = secrets.token_hex(16)
-    for key, value in {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}.items():
-        monkeypatch.setenv(key, value)
     env = {**ray_env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
     gcs, client, agent_head, agent_worker = _free_ports(4)
     address = f"127.0.0.1:{gcs}"
@@ -223,8 +240,8 @@ def test_two_node_cluster_runs_trials_on_both_nodes(
                 *common,
             ],
             env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stdout=(tmp_path / "head.log").open("w"),
+            stderr=subprocess.STDOUT,
         )
     ]
     try:
@@ -239,11 +256,11 @@ def test_two_node_cluster_runs_trials_on_both_nodes(
                     *common,
                 ],
                 env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stdout=(tmp_path / "worker.log").open("w"),
+                stderr=subprocess.STDOUT,
             )
         )
-        _wait_for_nodes(address, 2)
+        _wait_for_nodes(address, 2, env)
         grid = write_grid(tmp_path / "g.yaml", "cluster", seeds=[1, 2, 3, 4])
         run = subprocess.run(
             _launch_cmd(grid, tmp_path, "--address", address),
