@@ -1,0 +1,101 @@
+"""Ray overhead: a grid of trivial trials through ``sweepgrok.tune`` vs the same trials in a loop.
+
+Run: ``python -m benchmarks.bench_ray [--quick] [--trials 8] [--cpus 2]``.
+
+Both sides run the same expanded grid (``sweepgrok.spaces.load_grid`` of a generated grid file):
+tiny 1-layer Transformers on Z_11, a few dozen steps each, so almost all of the time is
+overhead. ``ray`` is ``sweepgrok.tune.launch.launch_grid`` (embedded Ray started and shut
+down, one CPU per trial, ``--cpus`` trials at once, rows to Parquet through the driver
+callback); ``loop`` calls ``sweepgrok.trainer.train`` on every trial in turn with one thread,
+writing the same Parquet through ``ParquetSink``. Printed: the ratio ray / loop (> 1 means Ray
+costs more than it parallelizes away at this trial size), Ray's fixed cost (start-up and
+shut-down, timed as a 1-trial grid) and the marginal cost per trial.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import yaml
+
+from sweepgrok.config import from_flat
+from sweepgrok.sink import ParquetSink
+from sweepgrok.spaces import GridSpec, load_grid
+from sweepgrok.trainer import train
+
+STEPS = 40
+BASE = {
+    "task": {"name": "add", "p": 11, "train_fraction": 0.6},
+    "model": {"d_model": 16, "n_heads": 2, "d_mlp": 32},
+    "train": {"max_steps": STEPS, "eval_every": 10, "early_evals": False},
+    "geometry": {"sample": 32, "knn_k": 3},
+}
+
+
+def grid_file(folder: Path, n: int, cpus: int) -> Path:
+    """A grid of n trivial trials (n seeds), one CPU each, `cpus` at once."""
+    doc = {"name": f"bench_ray_{n}", "base": BASE, "seeds": list(range(n)),
+           "resources": {"cpu": 1}, "max_concurrent": cpus, "storage": str(folder)}
+    path = folder / f"grid_{n}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def run_ray(spec: GridSpec, sweep_dir: Path, cpus: int) -> float:
+    from sweepgrok.tune.launch import launch_grid  # imports ray
+
+    t0 = time.perf_counter()
+    outcome = launch_grid(spec, sweep_dir, num_cpus=cpus, live=False)
+    wall = time.perf_counter() - t0
+    if outcome.terminated != len(spec.trials):
+        raise RuntimeError(f"ray grid did not finish: {outcome}")
+    return wall
+
+
+def run_loop(spec: GridSpec, sweep_dir: Path) -> float:
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    sink = ParquetSink(sweep_dir)
+    for trial in spec.trials:
+        train(from_flat(trial.flat), sink, sweep=spec.settings.name)
+    sink.flush()
+    return time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer trials, one repeat")
+    ap.add_argument("--trials", type=int, default=None, help="trials in the grid (default 8)")
+    ap.add_argument("--cpus", type=int, default=2, help="Ray CPUs (= trials at once)")
+    ap.add_argument("--repeats", type=int, default=None)
+    args = ap.parse_args(argv)
+    n = args.trials or (4 if args.quick else 8)
+    repeats = args.repeats or (1 if args.quick else 2)
+    with tempfile.TemporaryDirectory(prefix="bench_ray_") as tmp:
+        root = Path(tmp)
+        big, one = load_grid(grid_file(root, n, args.cpus)), load_grid(grid_file(root, 1, 1))
+        ray_t, loop_t, fixed = [], [], []
+        for rep in range(repeats):
+            loop_t.append(run_loop(big, root / f"loop_{rep}"))
+            ray_t.append(run_ray(big, root / f"ray_{rep}", args.cpus))
+            fixed.append(run_ray(one, root / f"ray1_{rep}", 1))
+            loop_one = run_loop(one, root / f"loop1_{rep}")
+            fixed[-1] -= loop_one
+    r, lp, f = (statistics.median(x) for x in (ray_t, loop_t, fixed))
+    per_trial_loop = lp / n
+    marginal = (r - f) * min(args.cpus, n) / n - per_trial_loop
+    print(f"bench_ray: {n} trivial trials ({STEPS} steps, Z_11), "
+          f"ray with {args.cpus} CPU(s) vs a 1-thread loop, median of {repeats}")
+    print(f"  ray / loop time            {r / lp:>7.2f}x   (ray {r:.1f} s, loop {lp:.1f} s)")
+    print(f"  ray fixed cost             {f:>7.1f} s   (1-trial grid minus 1 trial in a loop)")
+    print(f"  ray marginal cost / trial  {marginal:>7.2f} s   (per trial slot, beyond the work; "
+          f"a trial's work in the loop: {per_trial_loop:.2f} s)")
+
+
+if __name__ == "__main__":
+    main()
