@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import tempfile
 import time
@@ -97,3 +98,4 @@ def ray_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     except ImportError:
         pass
     stop_pids(tagged_pids(tag))
+    shutil.rmtree(tmp, ignore_errors=True)
