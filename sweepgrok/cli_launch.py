@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -18,6 +19,8 @@ from sweepgrok.config import ConfigError
 from sweepgrok.spaces import GridSpec, load_grid, read_sweep_doc
 
 console = Console()
+SHORT = {"weight_decay": "wd", "attention": "attn", "target_dim": "d*", "start_step": "t_s"}
+"""Column headers of the run table for long key names."""
 
 
 def fail(message: str) -> typer.Exit:
@@ -43,7 +46,12 @@ def _cell(value: Any) -> str:
 def trial_table(spec: GridSpec) -> Table:
     """The --dry-run table: one row per trial, the varying keys as columns."""
     s = spec.settings
-    table = Table(title=f"grid {s.name}: {len(spec.trials)} trials", title_justify="left")
+    table = Table(
+        title=f"grid {s.name}: {len(spec.trials)} trials",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
     table.add_column("#", justify="right")
     keys = spec.varying or sorted({k for t in spec.trials for k in t.overrides})
     for key in keys:
@@ -53,19 +61,27 @@ def trial_table(spec: GridSpec) -> Table:
     return table
 
 
-def runs_table(sweep_dir: Path, varying: list[str]) -> Table:
+def runs_table(sweep_dir: Path, varying: list[str], sweep: str = "") -> Table:
     """The end-of-sweep table from the Parquet (the record, not Ray's memory)."""
     from sweepgrok.sink import read_runs
 
     runs = read_runs(sweep_dir)
     # Packed seeds: each run row carries its own train.seed, train.seeds is null.
     keys = list(dict.fromkeys("train.seed" if k == "train.seeds" else k for k in varying))
-    table = Table(title=f"{sweep_dir}: {len(runs)} runs", title_justify="left")
-    for col in ("run_id", *keys, "status", "fit_step", "grok_step"):
-        table.add_column(col)
+    cols = ["run_id", *keys, "status", "fit_step", "grok_step"]
+    table = Table(
+        title=f"{sweep_dir}: {len(runs)} runs",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    for col in cols:  # short headers so a sweep's table fits an 80-column terminal
+        name = col.rsplit(".", 1)[-1]
+        table.add_column(SHORT.get(name, name), no_wrap=True)
     for _, row in runs.iterrows():
-        cells = [row.get(c) for c in ("run_id", *keys, "status", "fit_step", "grok_step")]
-        table.add_row(*(_cell(c) for c in cells))
+        cells = [_cell(row.get(c)) for c in cols]
+        cells[0] = cells[0].removeprefix(f"{sweep}-")
+        table.add_row(*cells)
     return table
 
 
@@ -123,7 +139,7 @@ def launch(
         return
     prepare_folder(sweep_dir, resume=resume, fresh=fresh)
     outcome = run(spec, sweep_dir, address, max_concurrent, resume)
-    console.print(runs_table(sweep_dir, spec.varying))
+    console.print(runs_table(sweep_dir, spec.varying, spec.settings.name))
     if outcome.unfinished or outcome.errored:
         console.print(
             f"{outcome.errored} trial(s) failed, {outcome.unfinished} unfinished: "
