@@ -128,7 +128,9 @@ def launch(
         raise fail("--resume and --fresh exclude each other")
     try:
         if "search" in read_sweep_doc(grid):
-            raise ConfigError(f"{grid}: is a search file (has 'search:'); launch runs grid files")
+            raise ConfigError(
+                f"{grid}: is a search file (has 'search:'): run it with `sweepgrok search`"
+            )
         spec = load_grid(grid)
     except ConfigError as err:
         raise fail(str(err)) from None

@@ -325,6 +325,8 @@ def varying_keys(trials: Sequence[Trial]) -> list[str]:
     keys: dict[str, None] = {}
     for t in trials:
         keys.update(dict.fromkeys(t.overrides))
+    if "train.seeds" in keys:  # packed seeds: train.seed is just the first of each pack
+        keys.pop("train.seed", None)
     return [k for k in keys if len({repr(t.flat.get(k)) for t in trials}) > 1]
 
 

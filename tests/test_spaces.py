@@ -63,6 +63,7 @@ def test_seeds_axis_and_packed_seeds(tmp_path: Path) -> None:
     assert spec.varying == ["train.seed"]
     packed = load_grid(write(tmp_path, {"base": BASE, "seeds": [1, 2, 3], "seeds_per_trial": 2}))
     assert [t.flat["train.seeds"] for t in packed.trials] == [[1, 2], [3]]
+    assert packed.varying == ["train.seeds"]
 
 
 def test_base_path_relative_to_grid_file_and_common_keys(tmp_path: Path) -> None:
