@@ -172,7 +172,9 @@ class Block(nn.Module):
     def mlp(self, h: Tensor, a: Tensor) -> Tensor:
         """norm(h + a), then norm(h + MLP(h)): (E, N, S', d) -> (E, N, S', d)."""
         h = self.norm_attn(h + a)
-        mid = F.relu(linear(h, self.w_in, self.b_in))  # (E, N, S', d_mlp)
+        # In place: the fresh GEMM output is not needed by its backward (saves an (N, d_mlp)
+        # allocation and pass).
+        mid = linear(h, self.w_in, self.b_in).relu_()  # (E, N, S', d_mlp)
         return self.norm_mlp(h + linear(mid, self.w_out, self.b_out))
 
     # ---- fast path: the first block from per-(position, token) tables -------------------
@@ -326,11 +328,11 @@ class MLP(nn.Module):
             rows = torch.arange(e, device=x.device).view(e, 1, 1)
             emb = self.w_e[rows, x[:, :, :2]].reshape(e, n, -1)  # (E, N, 2d)
             pre = bmm(emb, w1) + _bias(b1, emb)
-        h = F.relu(pre)  # (E, N, d_mlp)
+        h = pre.relu_()  # (E, N, d_mlp); in place on a fresh sum
         if hidden is not None:
             hidden.append(h)
         for w, b in zip(self.weights[1:], self.biases[1:], strict=True):
-            h = F.relu(linear(h, w, b))
+            h = linear(h, w, b).relu_()
             if hidden is not None:
                 hidden.append(h)
         return linear(h, self.w_u, self.b_u)
