@@ -349,7 +349,9 @@ def run_search(
                 name=TUNE_DIR,
                 storage_path=str(sweep_dir.resolve()),
                 failure_config=tune.FailureConfig(max_failures=spec.settings.max_failures),
-                checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
+                # ParquetCallback prunes superseded checkpoints safely (tune/prune.py); Tune's own
+                # num_to_keep deletes them before its snapshot moved past them.
+                checkpoint_config=tune.CheckpointConfig(num_to_keep=None),
                 callbacks=[callback],
                 verbose=0,
             ),
