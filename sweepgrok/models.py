@@ -365,10 +365,7 @@ def keep_freed_memory() -> bool:
 
 
 def build_model(cfg: Config, seeds: Sequence[int] | None = None) -> Transformer | MLP:
-    """The model of `cfg` with one member per seed (default: cfg.train.seed_list).
-
-    Also calls ``keep_freed_memory()`` once per process (CPU steps without page faults)."""
-    keep_freed_memory()
+    """The model of `cfg` with one member per seed (default: cfg.train.seed_list)."""
     seeds = list(seeds) if seeds is not None else cfg.train.seed_list
     cls = Transformer if cfg.model.arch == "transformer" else MLP
     return cls(cfg.model, cfg.task.n_tokens, cfg.task.n_classes, seeds)

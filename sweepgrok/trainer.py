@@ -25,7 +25,7 @@ from torch import Tensor
 
 from sweepgrok import geometry as geo
 from sweepgrok.config import Config, config_hash, update
-from sweepgrok.models import build_model, is_decayed
+from sweepgrok.models import build_model, is_decayed, keep_freed_memory
 from sweepgrok.provenance import provenance
 from sweepgrok.runstate import RunTracker, end_status, run_row
 from sweepgrok.sink import Sink
@@ -98,6 +98,7 @@ class Trainer:
         self.device = _device(cfg.train.device)
         self.extra = {"sweep": sweep, **provenance(str(self.device)), **(run_extra or {})}
         self._load_data()
+        keep_freed_memory()  # process-wide malloc tuning: no page faults on per-step activations
         self.model = build_model(cfg, self.seeds).to(self.device)
         self.opt = self._optimizer()
         self.gens = [self._generator(s, _BATCH_STREAM) for s in self.seeds]
