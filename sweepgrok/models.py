@@ -285,6 +285,11 @@ class Transformer(nn.Module):
                 hidden.append(h[:, :, -1])
         return self.unembed(h[:, :, -1])
 
+    @property
+    def class_unembedding(self) -> Tensor:
+        """(E, C, d): one unembedding row per class (for the Fourier measure over classes)."""
+        return self.unembed.w_u.transpose(1, 2)
+
 
 class MLP(nn.Module):
     """Paper-2 MLP over E members: embed a and b (shared table), concatenate, n_layers hidden
@@ -336,6 +341,11 @@ class MLP(nn.Module):
             if hidden is not None:
                 hidden.append(h)
         return linear(h, self.w_u, self.b_u)
+
+    @property
+    def class_unembedding(self) -> Tensor:
+        """(E, C, d_mlp): one readout row per class (for the Fourier measure over classes)."""
+        return self.w_u.transpose(1, 2)
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters (malloc.h)

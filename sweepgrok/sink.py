@@ -47,12 +47,15 @@ METRICS_SCHEMA = pa.schema(
         ("rho", pa.float64()),
         ("fourier_frac", pa.float64()),
         ("fourier_freqs", pa.string()),
+        ("fourier_unembed_frac", pa.float64()),
+        ("fourier_unembed_freqs", pa.string()),
     ]
 )
 """metrics/: accuracies are fractions in [0, 1]; wall_time is seconds since the run started;
 deff/rho are those of the last hidden representation (all layers are in geometry/);
 fourier_frac is the energy fraction held by the top frequencies of the token embedding,
-fourier_freqs those frequencies as comma-separated ints (Z_p tasks only, else null)."""
+fourier_freqs those frequencies as comma-separated ints (Z_p tasks only, else null);
+fourier_unembed_* the same over the classes of the unembedding (readout) rows."""
 
 GEOMETRY_SCHEMA = pa.schema(
     [

@@ -214,9 +214,10 @@ class Trainer:
         cols.append(self._penalty_eval(hidden))
         geo_cols = self._geometry(hidden)
         fourier = self._fourier()
+        fracs = [fourier[0][0], fourier[1][0]] if fourier else []
         # One host sync per evaluation.
-        values = torch.stack(cols + geo_cols + ([fourier[0]] if fourier else [])).cpu()
-        freqs = fourier[1].cpu().tolist() if fourier else None
+        values = torch.stack(cols + geo_cols + fracs).cpu()
+        freqs = [f[1].cpu().tolist() for f in fourier] if fourier else None
         return self._rows(step, lam, values.tolist(), freqs, len(hidden))
 
     def _penalty_eval(self, hidden: list[Tensor]) -> Tensor:
@@ -246,10 +247,14 @@ class Trainer:
             out.extend(torch.where(ok, v, math.nan) for v in vals)
         return out
 
-    def _fourier(self) -> tuple[Tensor, Tensor] | None:
+    def _fourier(self) -> list[tuple[Tensor, Tensor]] | None:
+        """Fourier concentration over the vocabulary (token embedding) and over the classes
+        (unembedding rows), Z_p tasks only."""
         if not (self.cfg.geometry.enabled and self._zp):
             return None
-        return geo.fourier_concentration(self.model.token_embedding, self.cfg.geometry.fourier_top)
+        top = self.cfg.geometry.fourier_top
+        return [geo.fourier_concentration(w, top)
+                for w in (self.model.token_embedding, self.model.class_unembedding)]
 
     def _rows(
         self, step: int, lam: float, v: list[list[float]], freqs: Any, n_layers: int
@@ -274,7 +279,9 @@ class Trainer:
                 row["deff"], row["rho"] = geometry[-1]["deff"], geometry[-1]["rho"]
                 if freqs is not None:
                     row["fourier_frac"] = v[base + 3 * n_layers][slot]
-                    row["fourier_freqs"] = ",".join(str(f) for f in freqs[slot])
+                    row["fourier_freqs"] = ",".join(str(f) for f in freqs[0][slot])
+                    row["fourier_unembed_frac"] = v[base + 3 * n_layers + 1][slot]
+                    row["fourier_unembed_freqs"] = ",".join(str(f) for f in freqs[1][slot])
             metrics.append(row)
         return metrics, geometry
 

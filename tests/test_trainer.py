@@ -40,6 +40,8 @@ def test_rows_follow_the_schema_and_fractions():
     for m in sink.metrics:
         assert 0.0 <= m["train_acc"] <= 1.0 and 0.0 <= m["test_acc"] <= 1.0
         assert m["deff"] > 0 and m["rho"] >= 0 and m["weight_norm"] > 0
+        assert 0 < m["fourier_frac"] <= 1 + 1e-6 and 0 < m["fourier_unembed_frac"] <= 1 + 1e-6
+        assert len(m["fourier_unembed_freqs"].split(",")) == 5  # top 8 capped at p // 2
     assert row["steps_run"] == 60 and row["status"] in ("completed", "censored")
     assert row["task.p"] == 11 and row["torch_version"] and row["host"]
     assert sink.runs == [row]
