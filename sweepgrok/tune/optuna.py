@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import socket
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,14 +45,11 @@ from sweepgrok.search_file import SearchSpec
 from sweepgrok.tune.callback import ParquetCallback
 from sweepgrok.tune.launch import TUNE_DIR, start_ray, trial_dirname
 from sweepgrok.tune.trainable import (
-    CKPT_FLAG,
-    PAYLOAD,
-    _Reporter,
-    encode_rows,
-    node_id,
+    Reporter,
     run_ids_for,
+    run_trial,
     set_threads,
-    summary,
+    trial_extra,
 )
 
 PROGRESS_FILE = "search_progress.json"
@@ -88,7 +83,7 @@ class Board:
 # ---- the trainable ---------------------------------------------------------------------------
 
 
-class _SearchReporter(_Reporter):
+class _SearchReporter(Reporter):
     """The grid reporter, plus the time cap and the objective in every result."""
 
     def __init__(
@@ -114,33 +109,25 @@ class _SearchReporter(_Reporter):
             report.stop(run_id)
         self.progress.finish(report.finished)
 
-    def __call__(self, report: Any) -> None:
-        self.evals += 1
+    def observe(self, report: Any) -> None:
         self.progress.observe(report.metrics)
         self.progress.finish(report.finished)
         self._cap(report)
+
+    def result(self, report: Any) -> dict[str, Any]:
         value = self.progress.lower_bound(report.step)
         final = self.progress.done
         if final and self.board is not None:
             ray.get(self.board.offer.remote(value))  # lands before any later trial's check
-        self.active = len(report.metrics) - len(report.finished)
-        metrics = {
-            **summary(report),
+        return {
+            **super().result(report),
             OBJECTIVE: value,
             FINAL: final,
             "capped_at": self.progress.capped_at if self.progress.capped_at is not None else -1,
-            PAYLOAD: encode_rows(report),
         }
-        if self.active > 0 and self.evals % self.every == 0:
-            with tempfile.TemporaryDirectory(prefix="sweepgrok-ckpt-") as tmp:
-                report.save_checkpoint(tmp)
-                (Path(tmp) / PROGRESS_FILE).write_text(json.dumps(self.progress.state()))
-                metrics[CKPT_FLAG] = True
-                tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(tmp))
-            self.checkpointed = self.evals
-        else:
-            tune.report(metrics)
-        self._maybe_fail()
+
+    def save_extras(self, directory: Path) -> None:
+        (directory / PROGRESS_FILE).write_text(json.dumps(self.progress.state()))
 
 
 def search_trainable(config: Mapping[str, Any], board: Any = None, train_fn: Any = None) -> None:
@@ -170,24 +157,13 @@ def search_trainable(config: Mapping[str, Any], board: Any = None, train_fn: Any
     progress = TrialProgress(list(run_ids), str(meta["metric"]), theta, budget)
     every = int(meta.get("checkpoint_every") or cfg.train.checkpoint_every)
     reporter = _SearchReporter(every, stem, run_ids, progress, board, float(meta["margin"]))
-    extra = {"trial_id": stem, "node_id": node_id(), "host": socket.gethostname()}
-    checkpoint = tune.get_checkpoint()
-    if checkpoint is None:
-        train(cfg, None, run_ids=run_ids, sweep=sweep, on_eval=reporter, run_extra=extra)
-        return
-    with checkpoint.as_directory() as resume_dir:
-        saved = Path(resume_dir) / PROGRESS_FILE
+
+    def restore_progress(resume_dir: Path) -> None:
+        saved = resume_dir / PROGRESS_FILE
         if saved.exists():
             progress.load(json.loads(saved.read_text()))
-        train(
-            cfg,
-            None,
-            run_ids=run_ids,
-            sweep=sweep,
-            on_eval=reporter,
-            run_extra=extra,
-            resume_from=resume_dir,
-        )
+
+    run_trial(train, cfg, run_ids, sweep, reporter, trial_extra(stem), restore_progress)
 
 
 # ---- the searcher ----------------------------------------------------------------------------

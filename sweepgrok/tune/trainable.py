@@ -14,7 +14,7 @@ import math
 import os
 import socket
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +71,12 @@ def set_threads(cpu_share: float) -> None:
     torch.set_num_threads(max(1, int(cpu_share)))
 
 
-class _Reporter:
-    """on_eval hook: report every evaluation, with a checkpoint every `every` evaluations."""
+class Reporter:
+    """on_eval hook: report every evaluation, with a checkpoint every `every` evaluations.
+
+    Subclasses (the Optuna search) extend ``observe`` (what to do with an evaluation before it
+    is reported), ``result`` (the metrics dict) and ``save_extras`` (files beside the trainer's
+    checkpoint)."""
 
     def __init__(self, every: int, trial_id: str, run_ids: Sequence[str]) -> None:
         self.every = every
@@ -82,14 +86,26 @@ class _Reporter:
         self.fail_dir = os.environ.get(FAIL_ONCE_ENV)
         self.checkpointed = 0
 
+    def observe(self, report: Any) -> None:
+        """Called first at every evaluation (may stop runs: ``report.stop``)."""
+
+    def result(self, report: Any) -> dict[str, Any]:
+        """The metrics dict reported for this evaluation."""
+        return {**summary(report), PAYLOAD: encode_rows(report)}
+
+    def save_extras(self, directory: Path) -> None:
+        """Write anything besides the trainer state into a checkpoint directory."""
+
     def __call__(self, report: Any) -> None:
         self.evals += 1
+        self.observe(report)
         self.active = len(report.metrics) - len(report.finished)
-        metrics = {**summary(report), PAYLOAD: encode_rows(report)}
+        metrics = self.result(report)
         # No checkpoint at the last evaluation: nothing would resume from it.
         if self.active > 0 and self.evals % self.every == 0:
             with tempfile.TemporaryDirectory(prefix="sweepgrok-ckpt-") as tmp:
                 report.save_checkpoint(tmp)
+                self.save_extras(Path(tmp))
                 metrics[CKPT_FLAG] = True
                 # Tune copies the directory into the trial's storage before report returns.
                 tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(tmp))
@@ -111,6 +127,32 @@ class _Reporter:
         raise RuntimeError(f"{FAIL_ONCE_ENV}: planned failure of trial {self.trial_id}")
 
 
+def run_trial(
+    train: Callable[..., Any],
+    cfg: Config,
+    run_ids: Sequence[str],
+    sweep: str,
+    reporter: Reporter,
+    extra: Mapping[str, Any],
+    on_resume: Callable[[Path], None] | None = None,
+) -> None:
+    """Call the trainer, from Tune's checkpoint when the trial is retried or restored."""
+    checkpoint = tune.get_checkpoint()
+    kwargs = {"run_ids": run_ids, "sweep": sweep, "on_eval": reporter, "run_extra": extra}
+    if checkpoint is None:
+        train(cfg, None, **kwargs)
+        return
+    with checkpoint.as_directory() as resume_dir:
+        if on_resume is not None:
+            on_resume(Path(resume_dir))
+        train(cfg, None, resume_from=resume_dir, **kwargs)
+
+
+def trial_extra(trial_id: str) -> dict[str, str]:
+    """Run-row fields that say where a trial ran."""
+    return {"trial_id": trial_id, "node_id": node_id(), "host": socket.gethostname()}
+
+
 def trainable(config: Mapping[str, Any]) -> None:
     """Build the Config, resume from Tune's checkpoint if any, train, report every eval."""
     from sweepgrok.trainer import train
@@ -122,19 +164,5 @@ def trainable(config: Mapping[str, Any]) -> None:
     sweep = str(meta.get("name", ""))
     run_ids = run_ids_for(sweep, trial_id, cfg)
     every = int(meta.get("checkpoint_every") or cfg.train.checkpoint_every)
-    reporter = _Reporter(every, trial_id, run_ids)
-    extra = {"trial_id": trial_id, "node_id": node_id(), "host": socket.gethostname()}
-    checkpoint = tune.get_checkpoint()
-    if checkpoint is None:
-        train(cfg, None, run_ids=run_ids, sweep=sweep, on_eval=reporter, run_extra=extra)
-        return
-    with checkpoint.as_directory() as resume_dir:
-        train(
-            cfg,
-            None,
-            run_ids=run_ids,
-            sweep=sweep,
-            on_eval=reporter,
-            run_extra=extra,
-            resume_from=resume_dir,
-        )
+    reporter = Reporter(every, trial_id, run_ids)
+    run_trial(train, cfg, run_ids, sweep, reporter, trial_extra(trial_id))
