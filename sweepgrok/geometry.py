@@ -194,18 +194,23 @@ class _TailVariance(torch.autograd.Function):
     def forward(ctx: Any, zc: Tensor, target_dim: int) -> Tensor:
         n, d = zc.shape[-2], zc.shape[-1]
         evals, evecs = torch.linalg.eigh(_small_gram(zc))  # ascending
-        top = evecs[..., -target_dim:]  # (..., min(N, d), d*)
-        ctx.save_for_backward(zc, top)
+        evals, top = evals[..., -target_dim:], evecs[..., -target_dim:]  # (..., min(N, d), d*)
+        # float32 LAPACK eigh can return NaN for a finite, nearly degenerate Gram (seen when
+        # GeomDR has squeezed the tail to ~0). Such a member skips the penalty for this step
+        # (value and gradient 0) instead of poisoning its weights; no host sync needed.
+        ok = torch.isfinite(evals).all(-1) & torch.isfinite(top).flatten(-2).all(-1)
+        top = torch.where(ok[..., None, None], top, 0.0)
+        ctx.save_for_backward(zc, top, ok)
         ctx.wide = n < d  # top lives on the sample side (N x N Gram)
         trace = zc.square().sum(dim=(-2, -1)) / (n - 1)
-        return trace - evals[..., -target_dim:].sum(dim=-1)
+        return torch.where(ok, trace - evals.sum(dim=-1), 0.0)
 
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
-        zc, top = ctx.saved_tensors
+        zc, top, ok = ctx.saved_tensors
         inside = top @ (top.mT @ zc) if ctx.wide else (zc @ top) @ top.mT
-        scale = grad * (2.0 / (zc.shape[-2] - 1))
+        scale = torch.where(ok, grad, 0.0) * (2.0 / (zc.shape[-2] - 1))
         return scale[..., None, None] * (zc - inside), None
 
 

@@ -316,3 +316,24 @@ def test_collapse_onset() -> None:
     assert collapse_onset(steps, [10.0, 9.0, 8.0, 7.0, 6.0], 0.5) is None
     assert collapse_onset(steps, [10.0, float("nan"), 4.0, 3.0, 2.0], 0.5) == 200
     assert collapse_onset([], [], 0.5) is None
+
+
+def test_geomdr_penalty_skips_a_member_whose_eigensolver_returns_nan(monkeypatch):
+    # float32 LAPACK eigh returned NaN on a finite, nearly degenerate Gram in a real run
+    # (d* 64 of 256, tail ~1e-5): that member must skip the step, the others must not notice.
+    z = torch.randn(3, 40, 6, dtype=torch.float64, requires_grad=True)
+    want = geomdr_penalty(z.detach().clone().requires_grad_(True), 2)
+    real = torch.linalg.eigh
+
+    def flaky(a):
+        evals, evecs = real(a)
+        evals, evecs = evals.clone(), evecs.clone()
+        evals[1, -1] = float("nan")
+        evecs[1, 0, -1] = float("nan")
+        return evals, evecs
+
+    monkeypatch.setattr(torch.linalg, "eigh", flaky)
+    got = geomdr_penalty(z, 2)
+    got.sum().backward()
+    assert got[1] == 0 and torch.allclose(got[[0, 2]], want[[0, 2]])
+    assert torch.isfinite(z.grad).all() and (z.grad[1] == 0).all() and (z.grad[0] != 0).any()
