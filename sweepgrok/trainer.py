@@ -297,8 +297,9 @@ class Trainer:
         report.finished.append(row)
 
     def request_stop(self, run_id: str, report: EvalReport) -> None:
+        ended = {r["run_id"] for r in self.done}  # a run that ended at this eval keeps its row
         for slot, m in enumerate(self.active):
-            if self.run_ids[m] == run_id and run_id not in self._stops:
+            if self.run_ids[m] == run_id and run_id not in ended:
                 self._stops.add(run_id)
                 self._finish(slot, "censored", report)
 

@@ -105,6 +105,24 @@ def test_external_stop_is_recorded_censored_at_that_step():
     assert max(m["step"] for m in sink.metrics) == 20 and sink.runs == [row]
 
 
+def test_stopping_a_run_that_just_ended_changes_nothing():
+    def cap_twice(report):
+        for m in report.metrics:
+            report.stop(m["run_id"])
+            report.stop(m["run_id"])  # twice: still one row
+
+    cfg = _cfg(**{"train.max_steps": 10, "train.early_evals": False})
+    sink = ListSink()
+    (row,) = train(cfg, sink, on_eval=cap_twice)
+    assert row["steps_run"] == 0 and len(sink.runs) == 1  # stopped at the first eval
+    # At the last eval the run has already ended (budget): a stop must not add a second row.
+    plain, capped = ListSink(), ListSink()
+    train(cfg, plain)
+    train(cfg, capped, on_eval=lambda r: cap_twice(r) if r.step == 10 else None)
+    assert len(capped.runs) == 1 and capped.runs[0]["status"] == plain.runs[0]["status"]
+    assert capped.runs[0]["steps_run"] == 10
+
+
 def test_geomdr_off_matches_geomdr_that_never_starts():
     off, late = ListSink(), ListSink()
     train(_cfg(), off)
