@@ -90,7 +90,7 @@ def covariance_spectrum(z: Tensor) -> Tensor:
     the exact zeros of the null space.
     """
     zc = _centred(z)
-    eigs = torch.linalg.eigvalsh(_small_gram(zc)).flip(-1).clamp_min(0.0)
+    eigs = _robust_eigvalsh(_small_gram(zc)).flip(-1).clamp_min(0.0)
     pad = z.shape[-1] - eigs.shape[-1]
     if pad > 0:
         eigs = torch.cat([eigs, eigs.new_zeros(*eigs.shape[:-1], pad)], dim=-1)
@@ -176,6 +176,30 @@ def fourier_concentration(w: Tensor, top: int) -> tuple[Tensor, Tensor]:
     return frac, (idx + 1).to(torch.int64)
 
 
+def _robust_eigh(g: Tensor) -> tuple[Tensor, Tensor]:
+    """eigh that does not raise: LAPACK may fail to converge on a nearly degenerate Gram
+    (seen in float32 once GeomDR squeezed the tail to ~0). Retry in float64; if that fails
+    too, return NaN, which _TailVariance turns into "skip the penalty for this step"."""
+    try:
+        return torch.linalg.eigh(g)
+    except torch.linalg.LinAlgError:
+        pass
+    try:
+        evals, evecs = torch.linalg.eigh(g.double())
+        return evals.to(g.dtype), evecs.to(g.dtype)
+    except torch.linalg.LinAlgError:
+        nan = torch.full_like(g, math.nan)
+        return nan[..., 0], nan
+
+
+def _robust_eigvalsh(g: Tensor) -> Tensor:
+    """eigvalsh with the fallbacks of _robust_eigh (NaN when even float64 fails)."""
+    try:
+        return torch.linalg.eigvalsh(g)
+    except torch.linalg.LinAlgError:
+        return _robust_eigh(g)[0]
+
+
 class _TailVariance(torch.autograd.Function):
     """``trace(C) - sum_{j <= d*} mu_j`` of centred ``zc`` (..., N, d), with a closed-form
     backward.
@@ -193,7 +217,7 @@ class _TailVariance(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, zc: Tensor, target_dim: int) -> Tensor:
         n, d = zc.shape[-2], zc.shape[-1]
-        evals, evecs = torch.linalg.eigh(_small_gram(zc))  # ascending
+        evals, evecs = _robust_eigh(_small_gram(zc))  # ascending
         evals, top = evals[..., -target_dim:], evecs[..., -target_dim:]  # (..., min(N, d), d*)
         # float32 LAPACK eigh can return NaN for a finite, nearly degenerate Gram (seen when
         # GeomDR has squeezed the tail to ~0). Such a member skips the penalty for this step
@@ -243,7 +267,7 @@ def geomdr_penalty(z: Tensor, target_dim: int) -> Tensor:
     if not (torch.is_grad_enabled() and z.requires_grad):
         # Value only (evaluation): eigenvalues without eigenvectors, about half the eigh cost.
         trace = zc.square().sum(dim=(-2, -1)) / (n - 1)
-        return trace - torch.linalg.eigvalsh(_small_gram(zc))[..., -target_dim:].sum(dim=-1)
+        return trace - _robust_eigvalsh(_small_gram(zc))[..., -target_dim:].sum(dim=-1)
     out: Tensor = _TailVariance.apply(zc, target_dim)
     return out
 

@@ -337,3 +337,31 @@ def test_geomdr_penalty_skips_a_member_whose_eigensolver_returns_nan(monkeypatch
     got.sum().backward()
     assert got[1] == 0 and torch.allclose(got[[0, 2]], want[[0, 2]])
     assert torch.isfinite(z.grad).all() and (z.grad[1] == 0).all() and (z.grad[0] != 0).any()
+
+
+def test_geomdr_penalty_survives_an_eigensolver_that_raises(monkeypatch):
+    z = torch.randn(2, 30, 5, requires_grad=True)
+    want = geomdr_penalty(z.detach().double().requires_grad_(True), 2).float()
+    real = torch.linalg.eigh
+    calls = []
+
+    def fails_in_float32(a):
+        calls.append(a.dtype)
+        if a.dtype == torch.float32:
+            raise torch.linalg.LinAlgError("failed to converge")
+        return real(a)
+
+    monkeypatch.setattr(torch.linalg, "eigh", fails_in_float32)
+    got = geomdr_penalty(z, 2)
+    got.sum().backward()
+    assert calls == [torch.float32, torch.float64]  # retried in float64
+    assert torch.allclose(got, want, atol=1e-4) and torch.isfinite(z.grad).all()
+
+    def always_fails(a):
+        raise torch.linalg.LinAlgError("failed to converge")
+
+    monkeypatch.setattr(torch.linalg, "eigh", always_fails)
+    z.grad = None
+    got = geomdr_penalty(z, 2)
+    got.sum().backward()
+    assert (got == 0).all() and (z.grad == 0).all()  # skipped this step, no crash
