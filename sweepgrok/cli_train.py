@@ -7,13 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
+from sweepgrok.cli_launch import fail
 from sweepgrok.config import ConfigError, load_config
-
-
-def fail(message: str) -> typer.Exit:
-    """Print a user-facing error and return the exit-2 exception to raise."""
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    return typer.Exit(code=2)
 
 
 def train(
