@@ -76,11 +76,17 @@ def bmm(h: Tensor, w: Tensor) -> Tensor:
     return out.reshape(*h.shape[:-1], w.shape[-1])
 
 
-def linear(h: Tensor, w: Tensor, b: Tensor) -> Tensor:
+def linear(h: Tensor, w: Tensor, b: Tensor, relu: bool = False) -> Tensor:
     """h @ w + b with the bias fused into the GEMM (baddbmm: no separate add pass over the
-    (E, N, d_out) output). h (E, ..., d_in), w (E, d_in, d_out), b (E, d_out)."""
+    (E, N, d_out) output), then ReLU if `relu`. h (E, ..., d_in), w (E, d_in, d_out), b (E, d_out).
+
+    The ReLU is in place on the fresh GEMM output, which its backward does not need (saves an
+    allocation and a pass), and before the reshape: in place on a *view* would make autograd
+    rebuild the base in backward (zeros + two copies + a clone of the (E, N, d_out) tensor)."""
     e, d_in = h.shape[0], h.shape[-1]
     out = torch.baddbmm(b.unsqueeze(1), h.reshape(e, -1, d_in), w)
+    if relu:
+        out = out.relu_()
     return out.reshape(*h.shape[:-1], w.shape[-1])
 
 
@@ -172,9 +178,7 @@ class Block(nn.Module):
     def mlp(self, h: Tensor, a: Tensor) -> Tensor:
         """norm(h + a), then norm(h + MLP(h)): (E, N, S', d) -> (E, N, S', d)."""
         h = self.norm_attn(h + a)
-        # In place: the fresh GEMM output is not needed by its backward (saves an (N, d_mlp)
-        # allocation and pass).
-        mid = linear(h, self.w_in, self.b_in).relu_()  # (E, N, S', d_mlp)
+        mid = linear(h, self.w_in, self.b_in, relu=True)  # (E, N, S', d_mlp)
         return self.norm_mlp(h + linear(mid, self.w_out, self.b_out))
 
     # ---- fast path: the first block from per-(position, token) tables -------------------
@@ -337,7 +341,7 @@ class MLP(nn.Module):
         if hidden is not None:
             hidden.append(h)
         for w, b in zip(self.weights[1:], self.biases[1:], strict=True):
-            h = linear(h, w, b).relu_()
+            h = linear(h, w, b, relu=True)
             if hidden is not None:
                 hidden.append(h)
         return linear(h, self.w_u, self.b_u)
