@@ -1,16 +1,24 @@
 """k init seeds trained in lockstep (``train.seeds``, one batched model) vs k separate runs.
 
-Run: ``python -m benchmarks.bench_seeds [--quick] [--device cpu|cuda] [--threads 1]``.
+Run: ``python -m benchmarks.bench_seeds [--quick | --long] [--device cpu|cuda] [--threads 1]``
+(``--long``: one paper-1 k = 8 check with runs of 200 steps, ~7 minutes on a CPU core).
 
 Both sides are whole ``sweepgrok.trainer.train`` calls (training steps, evaluations with the
 geometry measurements, run bookkeeping; no sink), on the same config and thread count:
 ``batched`` is one call with ``train.seeds = [0..k-1]``, ``sequential`` is k calls with
-``train.seed = i``. They are timed alternately (the order flips every repeat) and the median
-of the repeats is taken, so that machine load hits both alike. The result is the ratio
-sequential / batched (> 1: batching wins). Early stopping is off so both do the same work.
+``train.seed = i``, in the same process. They are timed alternately (the order flips every
+repeat) and the median of the repeats is taken, so that machine load hits both alike. Ratios
+are sequential / batched (> 1: batching wins). Early stopping is off so both do the same work.
 
-Cases: the paper-1 model at Z_113 (k = 1, 4, 8: one k = 16 step at that size takes ~1 s on a
-CPU core, so k = 16 runs on the small model) and the small quick-trial model
+Two ratios come from the same calls:
+
+- ``run``: whole calls, start-up included (data, init, the first steps, which touch fresh
+  memory: at E = 8 the first step page-faults in the whole ~0.7 GB working set, ~1.5 s on a VM).
+  In-process sequential runs reuse one another's heap, so this side is favoured.
+- ``steady``: from the first evaluation after step 0 to the end (steps and evaluations only),
+  which is what a run of thousands of steps costs per step.
+
+Cases: the paper-1 model at Z_113 (k = 1, 4, 8, 16) and the small quick-trial model
 (trial_quick.yaml's size: p = 47, d_model 64, d_mlp 256; k = 1, 4, 16).
 """
 
@@ -19,9 +27,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from operator import attrgetter
 
 from sweepgrok.config import Config, from_flat, update
-from sweepgrok.trainer import train
+from sweepgrok.trainer import EvalReport, train
 
 CASES: dict[str, dict] = {
     "paper-1 Z_113 sphere": {
@@ -33,8 +44,22 @@ CASES: dict[str, dict] = {
         "model.d_mlp": 256, "model.norm": "sphere", "optim.weight_decay": 0.0,
     },
 }
-FULL = {"paper-1 Z_113 sphere": ((1, 4, 8), 10, 5), "small p=47 d=64 sphere": ((1, 4, 16), 60, 20)}
-QUICK = {"paper-1 Z_113 sphere": ((8,), 4, 2), "small p=47 d=64 sphere": ((4, 16), 30, 10)}
+# case -> (k values, steps, eval_every); steps / eval_every >= 2 so there is a steady segment.
+FULL = {"paper-1 Z_113 sphere": ((1, 4, 8, 16), 30, 10),
+        "small p=47 d=64 sphere": ((1, 4, 16), 120, 40)}
+QUICK = {"paper-1 Z_113 sphere": ((8,), 20, 10), "small p=47 d=64 sphere": ((16,), 80, 40)}
+LONG = {"paper-1 Z_113 sphere": ((8,), 200, 100)}
+
+
+@dataclass
+class Timing:
+    """Wall and CPU seconds of whole calls and of their steady segments (summed over calls)."""
+
+    wall: float = 0.0
+    cpu: float = 0.0
+    steady_wall: float = 0.0
+    steady_cpu: float = 0.0
+    steady_steps: int = 0  # optimizer steps in the steady segments (one per call and step)
 
 
 def _config(case: dict, steps: int, eval_every: int, args: argparse.Namespace) -> Config:
@@ -45,34 +70,58 @@ def _config(case: dict, steps: int, eval_every: int, args: argparse.Namespace) -
     })
 
 
-def _timed(fn) -> tuple[float, float]:
+def _timed_train(cfg: Config, out: Timing) -> None:
+    """One train() call; adds its whole and steady-segment times to `out`."""
+    marks: list[tuple[int, float, float]] = []
+
+    def on_eval(report: EvalReport) -> None:
+        marks.append((report.step, time.perf_counter(), time.process_time()))
+
     t0, c0 = time.perf_counter(), time.process_time()
-    fn()
-    return time.perf_counter() - t0, time.process_time() - c0
+    train(cfg, on_eval=on_eval)
+    out.wall += time.perf_counter() - t0
+    out.cpu += time.process_time() - c0
+    (s1, w1, c1), (s2, w2, c2) = marks[1], marks[-1]  # marks[0] is the eval at step 0
+    out.steady_wall += w2 - w1
+    out.steady_cpu += c2 - c1
+    out.steady_steps += s2 - s1
+
+
+def _median(timings: list[Timing], key: Callable[[Timing], float]) -> float:
+    return statistics.median(key(t) for t in timings)
 
 
 def bench(name: str, k: int, steps: int, eval_every: int, args: argparse.Namespace) -> None:
     cfg = _config(CASES[name], steps, eval_every, args)
     batched_cfg = update(cfg, {"train.seeds": list(range(k))})
 
-    def batched() -> None:
-        train(batched_cfg)
+    def batched() -> Timing:
+        out = Timing()
+        _timed_train(batched_cfg, out)
+        return out
 
-    def sequential() -> None:
+    def sequential() -> Timing:
+        out = Timing()
         for seed in range(k):
-            train(cfg.member(seed))
+            _timed_train(cfg.member(seed), out)
+        return out
 
     train(cfg.member(0))  # warm-up
-    b: list[tuple[float, float]] = []
-    s: list[tuple[float, float]] = []
+    b: list[Timing] = []
+    s: list[Timing] = []
     for rep in range(args.repeats):
-        for fn, out in ((batched, b), (sequential, s)) if rep % 2 == 0 else (
-                (sequential, s), (batched, b)):
-            out.append(_timed(fn))
-    bw, bc = (statistics.median(x[i] for x in b) for i in (0, 1))
-    sw, sc = (statistics.median(x[i] for x in s) for i in (0, 1))
-    print(f"  {name:<24}{k:>4}{steps:>7}  {sw / bw:>8.2f}x {sc / bc:>6.2f}x"
-          f"  {bw:>8.2f} {sw:>8.2f}", flush=True)
+        order = ((batched, b), (sequential, s)) if rep % 2 == 0 else ((sequential, s), (batched, b))
+        for fn, acc in order:
+            acc.append(fn())
+    ratio = {key: _median(s, attrgetter(key)) / _median(b, attrgetter(key))
+             for key in ("wall", "cpu", "steady_wall", "steady_cpu")}
+
+    def ms(timings: list[Timing], calls: int) -> float:
+        """Steady wall ms per member-step (a batched call advances k members per step)."""
+        return 1000 * _median(timings, lambda t: t.steady_wall / (t.steady_steps * calls))
+    print(f"  {name:<24}{k:>4}{steps:>6}  {ratio['wall']:>6.2f}x {ratio['cpu']:>5.2f}x"
+          f"  {ratio['steady_wall']:>6.2f}x {ratio['steady_cpu']:>5.2f}x"
+          f"  {ms(b, k):>8.1f} {ms(s, 1):>8.1f}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -81,13 +130,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=None, help="alternating repeats (default 3)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--long", action="store_true",
+                    help="instead: paper-1 Z_113, k = 8, runs of 200 steps, eval every 100")
     args = ap.parse_args(argv)
-    args.repeats = args.repeats or (2 if args.quick else 3)
-    plan = QUICK if args.quick else FULL
+    args.repeats = args.repeats or (2 if args.quick or args.long else 3)
+    plan = LONG if args.long else QUICK if args.quick else FULL
     print(f"bench_seeds: k seeds batched vs k sequential runs, whole train() calls, "
           f"{args.device}, {args.threads} thread(s), median of {args.repeats} repeats")
-    print(f"  {'case':<24}{'k':>4}{'steps':>7}  {'seq/batch':>9} {'(cpu)':>6}"
-          f"  {'batch s':>8} {'seq s':>8}")
+    print("  ratios = sequential / batched (> 1: batching wins); run = whole calls, steady ="
+          " after the first evaluation; ms = steady wall ms per member-step")
+    print(f"  {'case':<24}{'k':>4}{'steps':>6}  {'run':>7} {'(cpu)':>6}  {'steady':>7} {'(cpu)':>6}"
+          f"  {'batch ms':>8} {'seq ms':>8}")
     for name, (ks, steps, every) in plan.items():
         for k in ks:
             bench(name, k, steps, every, args)
