@@ -1,12 +1,16 @@
 """k init seeds trained in lockstep (``train.seeds``, one batched model) vs k separate runs.
 
-Run: ``python -m benchmarks.bench_seeds [--quick | --long] [--device cpu|cuda] [--threads 1]``
+Run: ``python -m benchmarks.bench_seeds [--quick | --long] [--device cpu|cuda] [--threads 1 2]``
 (``--long``: one paper-1 k = 8 check with runs of 200 steps, ~7 minutes on a CPU core).
 
 Both sides are whole ``sweepgrok.trainer.train`` calls (training steps, evaluations with the
 geometry measurements, run bookkeeping; no sink), on the same config and thread count:
 ``batched`` is one call with ``train.seeds = [0..k-1]``, ``sequential`` is k calls with
-``train.seed = i``, in the same process. They are timed alternately (the order flips every
+``train.seed = i``, in the same process. Each thread count of ``--threads`` (default 1 and 2,
+the cores of the machine these numbers come from) is a separate comparison: on a CPU a member's
+GEMMs already run at full rate alone, so what batching can save is the work around them (op
+dispatch, optimizer and evaluation overhead, and with 2 threads the synchronisation of small
+parallel ops), which grows with the thread count. They are timed alternately (the order flips every
 repeat) and the median of the repeats is taken, so that machine load hits both alike. Ratios
 are sequential / batched (> 1: batching wins). Early stopping is off so both do the same work.
 
@@ -62,11 +66,11 @@ class Timing:
     steady_steps: int = 0  # optimizer steps in the steady segments (one per call and step)
 
 
-def _config(case: dict, steps: int, eval_every: int, args: argparse.Namespace) -> Config:
+def _config(case: dict, steps: int, eval_every: int, device: str, threads: int) -> Config:
     return from_flat({
         **case, "train.max_steps": steps, "train.eval_every": eval_every,
-        "train.early_evals": False, "train.stop_after_grok": False, "train.device": args.device,
-        "train.threads": args.threads, "task.split_follows_seed": True,
+        "train.early_evals": False, "train.stop_after_grok": False, "train.device": device,
+        "train.threads": threads, "task.split_follows_seed": True,
     })
 
 
@@ -91,8 +95,10 @@ def _median(timings: list[Timing], key: Callable[[Timing], float]) -> float:
     return statistics.median(key(t) for t in timings)
 
 
-def bench(name: str, k: int, steps: int, eval_every: int, args: argparse.Namespace) -> None:
-    cfg = _config(CASES[name], steps, eval_every, args)
+def bench(
+    name: str, k: int, steps: int, eval_every: int, threads: int, args: argparse.Namespace
+) -> None:
+    cfg = _config(CASES[name], steps, eval_every, args.device, threads)
     batched_cfg = update(cfg, {"train.seeds": list(range(k))})
 
     def batched() -> Timing:
@@ -119,7 +125,7 @@ def bench(name: str, k: int, steps: int, eval_every: int, args: argparse.Namespa
     def ms(timings: list[Timing], calls: int) -> float:
         """Steady wall ms per member-step (a batched call advances k members per step)."""
         return 1000 * _median(timings, lambda t: t.steady_wall / (t.steady_steps * calls))
-    print(f"  {name:<24}{k:>4}{steps:>6}  {ratio['wall']:>6.2f}x {ratio['cpu']:>5.2f}x"
+    print(f"  {name:<24}{threads:>4}{k:>4}{steps:>6}  {ratio['wall']:>6.2f}x {ratio['cpu']:>5.2f}x"
           f"  {ratio['steady_wall']:>6.2f}x {ratio['steady_cpu']:>5.2f}x"
           f"  {ms(b, k):>8.1f} {ms(s, 1):>8.1f}", flush=True)
 
@@ -128,7 +134,8 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer k, steps and repeats")
     ap.add_argument("--repeats", type=int, default=None, help="alternating repeats (default 3)")
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2],
+                    help="intra-op thread counts, each a separate comparison")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--long", action="store_true",
                     help="instead: paper-1 Z_113, k = 8, runs of 200 steps, eval every 100")
@@ -136,14 +143,15 @@ def main(argv: list[str] | None = None) -> None:
     args.repeats = args.repeats or (2 if args.quick or args.long else 3)
     plan = LONG if args.long else QUICK if args.quick else FULL
     print(f"bench_seeds: k seeds batched vs k sequential runs, whole train() calls, "
-          f"{args.device}, {args.threads} thread(s), median of {args.repeats} repeats")
+          f"{args.device}, median of {args.repeats} repeats")
     print("  ratios = sequential / batched (> 1: batching wins); run = whole calls, steady ="
           " after the first evaluation; ms = steady wall ms per member-step")
-    print(f"  {'case':<24}{'k':>4}{'steps':>6}  {'run':>7} {'(cpu)':>6}  {'steady':>7} {'(cpu)':>6}"
-          f"  {'batch ms':>8} {'seq ms':>8}")
-    for name, (ks, steps, every) in plan.items():
-        for k in ks:
-            bench(name, k, steps, every, args)
+    print(f"  {'case':<24}{'thr':>4}{'k':>4}{'steps':>6}  {'run':>7} {'(cpu)':>6}"
+          f"  {'steady':>7} {'(cpu)':>6}  {'batch ms':>8} {'seq ms':>8}")
+    for threads in args.threads:
+        for name, (ks, steps, every) in plan.items():
+            for k in ks:
+                bench(name, k, steps, every, threads, args)
 
 
 if __name__ == "__main__":
