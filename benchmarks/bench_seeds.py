@@ -1,18 +1,21 @@
 """k init seeds trained in lockstep (``train.seeds``, one batched model) vs k separate runs.
 
 Run: ``python -m benchmarks.bench_seeds [--quick | --long] [--device cpu|cuda] [--threads 1 2]``
-(``--long``: one paper-1 k = 8 check with runs of 200 steps, ~7 minutes on a CPU core).
+(``--long``: one paper-1 k = 8 check with runs of 200 steps; on 2 cores of a Zen 2 EPYC
+~11 minutes at 2 threads and ~17 at 1).
 
 Both sides are whole ``sweepgrok.trainer.train`` calls (training steps, evaluations with the
 geometry measurements, run bookkeeping; no sink), on the same config and thread count:
 ``batched`` is one call with ``train.seeds = [0..k-1]``, ``sequential`` is k calls with
-``train.seed = i``, in the same process. Each thread count of ``--threads`` (default 1 and 2,
-the cores of the machine these numbers come from) is a separate comparison: on a CPU a member's
-GEMMs already run at full rate alone, so what batching can save is the work around them (op
-dispatch, optimizer and evaluation overhead, and with 2 threads the synchronisation of small
-parallel ops), which grows with the thread count. They are timed alternately (the order flips every
+``train.seed = i``, in the same process. They are timed alternately (the order flips every
 repeat) and the median of the repeats is taken, so that machine load hits both alike. Ratios
 are sequential / batched (> 1: batching wins). Early stopping is off so both do the same work.
+
+Each thread count of ``--threads`` (default 1 and 2, the cores of the machine these numbers
+come from) is a separate comparison: on a CPU a member's GEMMs already run at full rate alone,
+so what batching can save is the work around them (op dispatch, optimizer and evaluation
+overhead, and with 2 threads the synchronisation of small parallel ops), which grows with the
+thread count.
 
 Two ratios come from the same calls:
 

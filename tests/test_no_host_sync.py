@@ -17,6 +17,7 @@ import torch
 
 import sweepgrok
 from sweepgrok.config import from_flat
+from sweepgrok.geometry import geomdr_lambda
 from sweepgrok.trainer import Trainer
 
 PACKAGE = str(Path(sweepgrok.__file__).resolve().parent)
@@ -41,8 +42,9 @@ def host_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
         def read(self, *args, **kwargs):
             caller = sys._getframe(1)
-            if str(Path(caller.f_code.co_filename).resolve()).startswith(PACKAGE):
-                seen.append(f"{Path(caller.f_code.co_filename).name}:{caller.f_lineno} {name}")
+            source = Path(caller.f_code.co_filename).resolve()
+            if str(source).startswith(PACKAGE):
+                seen.append(f"{source.name}:{caller.f_lineno} {name}")
             return original(self, *args, **kwargs)
         return read
 
@@ -62,10 +64,9 @@ def host_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         "geomdr-mlp", "mlp-warmup-minibatch"])
 def test_a_training_step_reads_nothing_back(extra, host_reads):
     trainer = Trainer(from_flat({**TINY, **extra}))
-    lam = 0.1 if extra.get("geomdr.enabled") else 0.0
-    for step in range(1, 4):
+    for step in range(1, 4):  # the inner loop of Trainer.run
         trainer._set_lr(step)
-        trainer._train_step(lam)
+        trainer._train_step(geomdr_lambda(step, trainer.cfg.geomdr))
     assert host_reads == []
 
 
