@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweepgrok import plots, stats
+from sweepgrok import comparisons, plots, stats
 from sweepgrok.cli_analyze import Format, render
 
 THRESHOLDS = (0.95, 0.99)
@@ -90,7 +90,7 @@ def build_report(
     lines += [f"Grouped by: {', '.join(f'`{k}`' for k in keys) or 'nothing (one group)'}."]
     tables = {}
     for theta in THRESHOLDS:
-        table = stats.analysis_table(summary, keys, baseline, threshold=theta)
+        table = comparisons.analysis_table(summary, keys, baseline, threshold=theta)
         table.to_csv(out / f"groups_{stats.tag(theta)}.csv", index=False)
         tables[theta] = table
         lines += ["", f"## Grokking at test accuracy >= {theta:g}", ""]

@@ -76,13 +76,13 @@ def analyze(
 ) -> None:
     """Grokking statistics per group: success rate, grok step, delay, Kaplan-Meier median,
     speed-up vs a baseline. Reads Parquet only (no Ray, no torch)."""
-    from sweepgrok import stats
+    from sweepgrok import comparisons, stats
 
     _check_sweep_dirs(sweep_dirs)
     try:
         metrics, summary, keys = _load(sweep_dirs, by)
         theta = float(threshold.value) if threshold else stats.default_threshold(summary)
-        table = stats.analysis_table(
+        table = comparisons.analysis_table(
             summary, keys, baseline, threshold=theta, n_boot=n_boot, seed=seed
         )
     except stats.AnalysisError as err:

@@ -25,7 +25,6 @@ Where the paper is silent, the choices made here are written in each function's 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -35,7 +34,6 @@ from torch.autograd.function import once_differentiable
 from sweepgrok.config import GeomDRConfig
 
 __all__ = [
-    "collapse_onset",
     "covariance",
     "covariance_spectrum",
     "effective_dimension",
@@ -302,23 +300,3 @@ def subsample_indices(
     m = min(n, max(2, round(fraction * n)))
     idx = torch.randperm(n, generator=generator, device=generator.device)[:m]
     return idx.sort().values.to(device)
-
-
-def collapse_onset(steps: Sequence[int], deff: Sequence[float], fraction: float) -> int | None:
-    """The first step whose D_eff is below ``fraction`` times the running max of D_eff so far.
-
-    The running max includes the current value (so the first evaluation never counts as a
-    collapse). Non-finite D_eff values are skipped: they neither set the max nor count.
-    None when D_eff never collapses.
-    """
-    if len(steps) != len(deff):
-        raise ValueError(f"steps and deff differ in length ({len(steps)} vs {len(deff)})")
-    running = -math.inf
-    for step, value in zip(steps, deff, strict=True):
-        v = float(value)
-        if not math.isfinite(v):
-            continue
-        running = max(running, v)
-        if v < fraction * running:
-            return int(step)
-    return None

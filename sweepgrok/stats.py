@@ -33,20 +33,25 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-FIT_THRESHOLD = 0.99
-"""Train accuracy that defines the fit step."""
-GROK_THRESHOLDS = (0.95, 0.99)
-"""Test accuracies at which the grok step is computed (the papers differ)."""
-COLLAPSE_FRACTION = 0.5
-"""Collapse onset: D_eff below this fraction of its running maximum."""
+from sweepgrok import events
+from sweepgrok.events import (
+    ACC_EPS,
+    COLLAPSE_FRACTION,
+    FIT_THRESHOLD,
+    GROK_THRESHOLDS,
+    tag,
+)
+from sweepgrok.survival import km_median, km_median_rows
+
 REPLICATE_KEYS = ("train.seed", "train.seeds", "task.data_seed")
 """Seed keys are replicates, not factors: never auto-detected as grouping keys."""
+PAIR_KEYS = ("train.seed", "task.data_seed")
+"""Keys that pair runs across groups (``--paired``): seed s of every variant shares its split."""
 _BOOKKEEPING_KEYS = ("train.device", "train.threads", "train.checkpoint_every")
-# Accuracies are k / n_test computed in float32 by the trainer: 0.99 may arrive as 0.98999995.
-# A real accuracy difference is >= 1 / n_test (>= 1e-5 for any table here), far above 1e-6.
-_ACC_EPS = 1e-6
-# S(t) is a product of fractions: exactly half of 24 runs grokked gives 0.5000000000000001.
-_KM_EPS = 1e-9
+STOPPED_STATUSES = ("diverged", "failed")
+"""Runs that stopped and can never grok: censored at their budget, never where they stopped."""
+SMALL_GROUP = 5
+"""Below this many runs a percentile bootstrap interval is about the data's range (flagged)."""
 METRIC_COLUMNS = ("step", "train_acc", "test_acc", "deff")
 """The metrics/ columns the statistics read (Parquet projection keeps reads fast)."""
 
@@ -60,11 +65,6 @@ class AnalysisError(ValueError):
     def __init__(self, message: str, param: str | None = None) -> None:
         super().__init__(message)
         self.param = param
-
-
-def tag(theta: float) -> str:
-    """Column suffix of a threshold: 0.95 -> '95', 0.995 -> '99.5'."""
-    return f"{theta * 100:g}"
 
 
 def read_sweeps(sweep_dirs: str | Path | Iterable[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -91,68 +91,16 @@ def _check_fractions(metrics: pd.DataFrame) -> None:
     # Trap in public code: accuracies logged in percent. Refuse rather than report no grokking.
     for col in ("train_acc", "test_acc"):
         top = metrics[col].max()
-        if pd.notna(top) and top > 1.0 + _ACC_EPS:
+        if pd.notna(top) and top > 1.0 + ACC_EPS:
             raise AnalysisError(
                 f"{col} must be a fraction in [0, 1] (max is {top:g}: logged in percent?)"
             )
 
 
-def _first_step(steps: np.ndarray, codes: np.ndarray, mask: pd.Series, n: int) -> pd.Series:
-    """Per run code 0..n-1, the smallest step where `mask` holds (NA where it never does)."""
-    hit = mask.fillna(False).to_numpy(bool)
-    first = pd.Series(steps[hit]).groupby(codes[hit]).min()
-    return first.reindex(range(n)).astype("Int64")
-
-
-def _in_step_order(metrics: pd.DataFrame, codes: np.ndarray) -> pd.DataFrame:
-    # The running maximum of D_eff needs each run's rows in step order. The readers sort by
-    # (run_id, step); other frames (pd.read_parquet of a folder) are sorted here, once.
-    steps = metrics["step"].to_numpy()
-    dc, ds = np.diff(codes), np.diff(steps)
-    if bool(np.all((dc > 0) | ((dc == 0) & (ds >= 0)))):
-        return metrics
-    return metrics.iloc[np.lexsort((steps, codes))]
-
-
-def run_events(
-    metrics: pd.DataFrame,
-    *,
-    fit_threshold: float = FIT_THRESHOLD,
-    grok_thresholds: Sequence[float] = GROK_THRESHOLDS,
-    collapse_fraction: float = COLLAPSE_FRACTION,
-) -> pd.DataFrame:
-    """Per-run events from metrics/ rows, indexed by run_id (vectorised groupbys, no row loop).
-
-    Exact duplicate (run_id, step) rows cannot change a result (every column is a min or max
-    over a run); conflicting ones are resolved by the readers, which keep the last write.
-    """
+def run_events(metrics: pd.DataFrame, **kwargs: Any) -> pd.DataFrame:
+    """sweepgrok.events.run_events after refusing accuracies logged in percent."""
     _check_fractions(metrics)
-    # Group by integer codes: one factorize instead of hashing the run_id strings per groupby.
-    codes, ids = pd.factorize(metrics["run_id"], sort=True)
-    ordered = _in_step_order(metrics, codes)
-    if ordered is not metrics:
-        metrics = ordered
-        codes, ids = pd.factorize(metrics["run_id"], sort=True)
-    n, steps = len(ids), metrics["step"].to_numpy()
-    out = pd.DataFrame(
-        {
-            "steps_run": metrics["step"].groupby(codes).max().astype("Int64"),
-            "peak_test_acc": metrics["test_acc"].groupby(codes).max(),
-        }
-    )
-    out["fit_step"] = _first_step(steps, codes, metrics["train_acc"] >= fit_threshold - _ACC_EPS, n)
-    for theta in grok_thresholds:
-        mask = metrics["test_acc"] >= theta - _ACC_EPS
-        out[f"grok_step_{tag(theta)}"] = _first_step(steps, codes, mask, n)
-    deff = metrics.get("deff")
-    if deff is not None and deff.notna().any():
-        # cummax skips NaN (evaluations without geometry); NaN < x is False, so they never hit.
-        running = deff.groupby(codes).cummax()
-        out["collapse_step"] = _first_step(steps, codes, deff < collapse_fraction * running, n)
-    else:
-        out["collapse_step"] = pd.Series(pd.NA, index=out.index, dtype="Int64")
-    out.index = pd.Index(ids, name="run_id")
-    return out
+    return events.run_events(metrics, **kwargs)
 
 
 def run_summary(
@@ -289,41 +237,6 @@ def _percentiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def km_median(times: np.ndarray, censored: np.ndarray) -> float:
-    """Kaplan-Meier median time: the smallest t with S(t) <= 0.5; NaN if never reached.
-
-    `times` are grok steps for grokked runs and steps_run for censored ones (right-censored).
-    """
-    times = np.asarray(times, dtype=float)
-    censored = np.asarray(censored, dtype=bool)
-    if not (~censored).any():
-        return float("nan")
-    data = sps.CensoredData(uncensored=times[~censored], right=times[censored])
-    sf = sps.ecdf(data).sf
-    hit = np.flatnonzero(sf.probabilities <= 0.5 + _KM_EPS)
-    return float(sf.quantiles[hit[0]]) if hit.size else float("nan")
-
-
-def km_median_rows(times: np.ndarray, censored: np.ndarray) -> np.ndarray:
-    """Kaplan-Meier median of each row of (B, n) samples at once; +inf where S stays > 0.5.
-
-    The bootstrap needs thousands of KM medians; scipy's ecdf takes one sample per call. Each
-    observation, in time order with grokked before censored at equal steps, multiplies S by
-    1 - 1/at_risk if it grokked (1 if censored): the product over tied events is the usual
-    (r - d) / r. tests/test_stats.py proves this equal to km_median (scipy) on random data.
-    """
-    times = np.atleast_2d(np.asarray(times, float))
-    censored = np.atleast_2d(np.asarray(censored, bool))
-    order = np.lexsort((censored, times), axis=1)  # by time; grokked first at equal times
-    t = np.take_along_axis(times, order, axis=1)
-    event = ~np.take_along_axis(censored, order, axis=1)
-    at_risk = np.arange(t.shape[1], 0, -1, dtype=float)
-    surv = np.cumprod(np.where(event, 1.0 - 1.0 / at_risk, 1.0), axis=1)
-    hit = surv <= 0.5 + _KM_EPS
-    first = np.argmax(hit, axis=1)
-    return np.where(hit.any(axis=1), t[np.arange(t.shape[0]), first], np.inf)
-
-
 def _ratio(base: np.ndarray | float, group: np.ndarray | float) -> np.ndarray:
     # inf / finite = inf (baseline median beyond its runs), finite / inf = 0, inf / inf = NaN.
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -374,25 +287,14 @@ def speedup_bound(
         return float("nan")
     b = float(km_median_rows(base_times, base_censored)[0])
     g = float(km_median_rows(times, censored)[0])
-    b = float(np.max(base_times)) if np.isinf(b) else b
-    g = float(np.max(times)) if np.isinf(g) else g
+    b = _longest_finite(base_times) if np.isinf(b) else b
+    g = _longest_finite(times) if np.isinf(g) else g
     return float(_ratio(b, g))
 
 
-def logrank_p(
-    base_times: np.ndarray, base_censored: np.ndarray, times: np.ndarray, censored: np.ndarray
-) -> float:
-    """Two-sided log-rank p-value (scipy.stats.logrank), censored runs right-censored."""
-
-    def data(t: np.ndarray, c: np.ndarray) -> sps.CensoredData:
-        t, c = np.asarray(t, float), np.asarray(c, bool)
-        return sps.CensoredData(uncensored=t[~c], right=t[c])
-
-    if len(base_times) == 0 or len(times) == 0:
-        return float("nan")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        res = sps.logrank(data(base_times, base_censored), data(times, censored))
-    return float(res.pvalue)
+def _longest_finite(times: np.ndarray) -> float:
+    finite = np.asarray(times, float)[np.isfinite(times)]
+    return float(finite.max()) if finite.size else float("inf")
 
 
 # ---------------------------------------------------------------- groups
@@ -473,13 +375,23 @@ def run_labels(summary: pd.DataFrame, by: Sequence[str]) -> pd.Series:
 
 
 def times_and_censoring(rows: pd.DataFrame, threshold: float) -> tuple[np.ndarray, np.ndarray]:
-    """(time, censored) per run: the grok step, or steps_run where the run is censored.
+    """(time, censored) per run: the grok step, or the step at which the run is censored.
 
-    A run with no recorded steps is censored at 0, which removes it from every risk set.
+    A run that ran out of steps (or was stopped from outside) is censored at ``steps_run``. A
+    run that diverged or failed can never grok: it is censored at its budget
+    (``train.max_steps``, or +inf when unknown), so it stays in every risk set; censoring it
+    where it stopped would treat it as a run that might still have grokked (informative
+    censoring). A run with no recorded steps and no such status is censored at 0.
     """
     grok = rows[f"grok_step_{tag(threshold)}"].to_numpy(dtype=float, na_value=np.nan)
     censored = np.isnan(grok)
     steps = rows["steps_run"].to_numpy(dtype=float, na_value=0.0)
+    if "status" in rows:
+        budget = np.full(len(rows), np.inf)
+        if "train.max_steps" in rows:
+            budget = rows["train.max_steps"].to_numpy(dtype=float, na_value=np.inf)
+        stopped = rows["status"].isin(STOPPED_STATUSES).to_numpy(bool)
+        steps = np.where(stopped, np.maximum(budget, steps), steps)
     return np.where(censored, steps, grok), censored
 
 
@@ -503,15 +415,17 @@ def _group_stats(rows: pd.DataFrame, threshold: float, boot: Mapping[str, Any]) 
             out |= {f"{name}_{stat_name}": est, f"{name}_{stat_name}_lo": s_lo}
             out[f"{name}_{stat_name}_hi"] = s_hi
     out["grok_sem"] = sem(grok)
+    # A percentile bootstrap over 2-4 runs is about their range, with coverage far below 95%.
+    out["few_runs"] = n < SMALL_GROUP
     out["km_median"] = km_median(times, censored)
     out["grok_min"] = float(grok.min()) if k else np.nan
     out["grok_max"] = float(grok.max()) if k else np.nan
-    out["steps_run_max"] = float(times.max()) if n else np.nan
+    out["steps_run_max"] = _longest_finite(times) if n else np.nan
     # Paper 2: accelerated runs collapse earlier and the collapse-to-grok gap shrinks.
     out["collapse_median"] = _median_or_nan(rows["collapse_step"])
     out["collapse_to_grok_median"] = _median_or_nan(rows[f"collapse_to_grok_{t}"])
     if "status" in rows:
-        out["n_failed"] = int(rows["status"].isin(["failed", "diverged"]).sum())
+        out["n_failed"] = int(rows["status"].isin(STOPPED_STATUSES).sum())
     return out
 
 
@@ -530,7 +444,8 @@ def group_summary(
     grok_mean, delay_median, delay_mean (each + _lo/_hi bootstrap CI, among grokked runs),
     grok_sem, km_median (Kaplan-Meier, counts censored runs; NaN if under half grokked),
     grok_min, grok_max, steps_run_max, collapse_median (collapse onset) and
-    collapse_to_grok_median (grokked runs), n_failed (diverged or failed runs).
+    collapse_to_grok_median (grokked runs), n_failed (diverged or failed runs), few_runs
+    (fewer than SMALL_GROUP runs: the bootstrap intervals are about the data's range).
     """
     keys = resolve_by(summary, by)
     boot = {"n_boot": n_boot, "seed": seed, "confidence": confidence}
@@ -544,154 +459,3 @@ def group_summary(
             }
         )
     return pd.DataFrame(rows)
-
-
-# ---------------------------------------------------------------- comparisons
-
-
-def parse_baseline(text: str) -> dict[str, str]:
-    """'model.norm=none,optim.weight_decay=1' -> {'model.norm': 'none', ...}."""
-    spec: dict[str, str] = {}
-    for item in text.split(","):
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise AnalysisError(f"expected key=value[,key=value...] (got {text!r})", "baseline")
-        spec[key.strip()] = value.strip()
-    return spec
-
-
-def _matches(column: pd.Series, raw: str) -> pd.Series:
-    # Compare in the column's own type: '1' matches 1.0 in a float column, 'none' a string.
-    if pd.api.types.is_bool_dtype(column):
-        word = raw.lower()
-        if word not in ("true", "false", "1", "0"):
-            return pd.Series(False, index=column.index)
-        return column == (word in ("true", "1"))
-    if pd.api.types.is_numeric_dtype(column):
-        try:
-            value = float(raw)
-        except ValueError:
-            return pd.Series(False, index=column.index)
-        as_float = column.to_numpy(dtype=float, na_value=np.nan)
-        return pd.Series(np.isclose(as_float, value, rtol=1e-9, atol=0.0), index=column.index)
-    return column.map(format_value) == raw
-
-
-def baseline_mask(summary: pd.DataFrame, spec: Mapping[str, str]) -> pd.Series:
-    """Runs whose config matches every key=value of `spec` (AnalysisError if none does)."""
-    allowed = groupable_keys(summary)
-    mask = pd.Series(True, index=summary.index)
-    for key, raw in spec.items():
-        if key not in allowed:
-            raise AnalysisError(
-                f"unknown key {key!r}; allowed: {', '.join(allowed) or '(none)'}", "baseline"
-            )
-        mask &= _matches(summary[key], raw)
-    if not mask.any():
-        present = "; ".join(
-            f"{k}: {', '.join(sorted(summary[k].map(format_value).unique()))}" for k in spec
-        )
-        msg = f"no run matches {_spec_text(spec)}; values present: {present}"
-        raise AnalysisError(msg, "baseline")
-    return mask
-
-
-def _spec_text(spec: Mapping[str, str]) -> str:
-    return ",".join(f"{k}={v}" for k, v in spec.items())
-
-
-def _at_defaults(summary: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
-    """Runs whose `keys` hold the config tree's default values."""
-    from sweepgrok.config import Config, flatten
-
-    defaults = flatten(Config())
-    mask = pd.Series(True, index=summary.index)
-    for key in keys:
-        if key not in defaults:  # e.g. `sweep`: no default to fall back on
-            return pd.Series(False, index=summary.index)
-        value = defaults[key]
-        mask &= (
-            summary[key].isna() if value is None else _matches(summary[key], format_value(value))
-        )
-    return mask
-
-
-def baseline_rows(
-    summary: pd.DataFrame, spec: Mapping[str, str], by: Sequence[str]
-) -> pd.DataFrame:
-    """The baseline runs: those matching `spec`, which must pick out one group of `by`.
-
-    When the pairs match several groups, the group whose other `by` keys are at their config
-    defaults is the baseline (``--baseline model.norm=none`` is the plain model, not also the
-    uniform-attention one); if there is none, AnalysisError lists the groups matched.
-    """
-    mask = baseline_mask(summary, spec)
-    labels = run_labels(summary[mask], by)
-    if labels.nunique() <= 1:
-        return summary[mask]
-    rest = [k for k in by if k not in spec]
-    narrowed = mask & _at_defaults(summary, rest)
-    if narrowed.any() and run_labels(summary[narrowed], by).nunique() == 1:
-        return summary[narrowed]
-    matched = "; ".join(sorted(labels.unique()))
-    msg = f"{_spec_text(spec)} matches several groups ({matched}): add keys to pick one"
-    raise AnalysisError(msg, "baseline")
-
-
-def compare(
-    summary: pd.DataFrame,
-    baseline: str | Mapping[str, str],
-    by: Sequence[str] | None = None,
-    *,
-    threshold: float = 0.99,
-    n_boot: int = 2000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> pd.DataFrame:
-    """Each group against the baseline: speed-up (baseline KM median / group KM median, with
-    a bootstrap CI), speedup_bound (see speedup_bound: a bound where the speed-up is inf or 0)
-    and the two-sided log-rank p-value (scipy.stats.logrank).
-
-    The baseline is the group of runs matching all key=value pairs (see baseline_rows). The
-    group equal to the baseline gets speed-up 1 and no p-value. Rows come in the order of
-    group_summary.
-    """
-    spec = parse_baseline(baseline) if isinstance(baseline, str) else dict(baseline)
-    keys = resolve_by(summary, by)
-    base_rows = baseline_rows(summary, spec, keys)
-    bt, bc = times_and_censoring(base_rows, threshold)
-    base_ids = set(base_rows["run_id"])
-    out = []
-    for values, part in iter_groups(summary, keys):
-        row: dict[str, Any] = dict(zip(keys, values, strict=True))
-        row["label"] = group_label(keys, values)
-        row["baseline"] = _spec_text(spec)
-        row["is_baseline"] = set(part["run_id"]) == base_ids
-        if row["is_baseline"]:
-            row |= {"speedup": 1.0, "speedup_lo": np.nan, "speedup_hi": np.nan}
-            row |= {"speedup_bound": 1.0, "logrank_p": np.nan}
-        else:
-            t, c = times_and_censoring(part, threshold)
-            ratio, lo, hi = speedup(bt, bc, t, c, n_boot=n_boot, seed=seed, confidence=confidence)
-            row |= {"speedup": ratio, "speedup_lo": lo, "speedup_hi": hi}
-            row["speedup_bound"] = speedup_bound(bt, bc, t, c)
-            row["logrank_p"] = logrank_p(bt, bc, t, c)
-        out.append(row)
-    return pd.DataFrame(out)
-
-
-def analysis_table(
-    summary: pd.DataFrame,
-    by: Sequence[str] | None = None,
-    baseline: str | Mapping[str, str] | None = None,
-    **kwargs: Any,
-) -> pd.DataFrame:
-    """group_summary, plus compare's columns when a baseline is given (kwargs go to both)."""
-    keys = resolve_by(summary, by)
-    table = group_summary(summary, keys, **kwargs)
-    if baseline is None:
-        return table
-    cmp = compare(summary, baseline, keys, **kwargs)
-    extra = ["baseline", "is_baseline", "speedup", "speedup_lo", "speedup_hi", "speedup_bound"]
-    extra.append("logrank_p")
-    return pd.concat([table, cmp[extra]], axis=1)

@@ -25,9 +25,9 @@ from torch import Tensor
 
 from sweepgrok import geometry as geo
 from sweepgrok.config import Config, config_hash, update
+from sweepgrok.events import RunTracker, end_status, run_row
 from sweepgrok.models import build_model, is_decayed, keep_freed_memory
 from sweepgrok.provenance import provenance
-from sweepgrok.runstate import RunTracker, end_status, run_row
 from sweepgrok.sink import Sink
 from sweepgrok.tasks import make_split, split_seed_for
 

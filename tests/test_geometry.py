@@ -9,7 +9,6 @@ import torch
 
 from sweepgrok.config import GeomDRConfig
 from sweepgrok.geometry import (
-    collapse_onset,
     covariance,
     covariance_spectrum,
     effective_dimension,
@@ -304,18 +303,6 @@ def test_fourier_nyquist_counts_once() -> None:
 def test_fourier_constant_embedding_is_zero() -> None:
     frac, _ = fourier_concentration(torch.ones(11, 4), 2)
     assert frac.item() == 0.0
-
-
-# --- collapse onset ----------------------------------------------------------------------------
-
-
-def test_collapse_onset() -> None:
-    steps = [0, 100, 200, 300, 400]
-    # Running max 20 from step 100; 10 is not < 0.5 * 20, 9.9 is.
-    assert collapse_onset(steps, [10.0, 20.0, 10.0, 9.9, 5.0], 0.5) == 300
-    assert collapse_onset(steps, [10.0, 9.0, 8.0, 7.0, 6.0], 0.5) is None
-    assert collapse_onset(steps, [10.0, float("nan"), 4.0, 3.0, 2.0], 0.5) == 200
-    assert collapse_onset([], [], 0.5) is None
 
 
 def test_geomdr_penalty_skips_a_member_whose_eigensolver_returns_nan(monkeypatch):

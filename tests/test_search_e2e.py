@@ -1,6 +1,6 @@
 """`sweepgrok search` end to end on real local Ray, at toy scale.
 
-Most tests use a synthetic trainer with the real trainer's signature and rows (runstate's
+Most tests use a synthetic trainer with the real trainer's signature and rows (the events module's
 RunTracker and run_row, EvalReport's stop) whose grok step is a known function of the config:
 no torch, so the search itself is what is measured. The last test runs the real CLI on
 search_spaces/quick_optuna.yaml. Ray processes are tagged and stopped by PID (conftest.ray_env).
@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from sweepgrok import search as S
 from sweepgrok.config import load_config
-from sweepgrok.runstate import RunTracker, end_status, run_row
+from sweepgrok.events import RunTracker, end_status, run_row
 from sweepgrok.search_file import load_search
 from sweepgrok.sink import read_metrics, read_runs
 
