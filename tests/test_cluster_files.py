@@ -1,0 +1,36 @@
+"""The Ray cluster launcher files start authenticated clusters with a private dashboard."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("name", ["cluster.yaml", "cluster-aws.yaml"])
+def test_every_node_starts_with_token_auth_and_a_loopback_dashboard(name: str) -> None:
+    doc = yaml.safe_load((ROOT / name).read_text())
+    starts = [
+        cmd
+        for key in ("head_start_ray_commands", "worker_start_ray_commands")
+        for cmd in doc[key]
+        if "ray start" in cmd
+    ]
+    assert len(starts) == 2
+    for cmd in starts:
+        assert "RAY_AUTH_MODE=token" in cmd, cmd
+        assert "0.0.0.0" not in cmd
+    head = next(c for c in doc["head_start_ray_commands"] if "--head" in c)
+    assert "--dashboard-host=127.0.0.1" in head
+    # The token travels from the user's machine, once, and each node refuses to start without.
+    assert doc["file_mounts"]["~/.ray/auth_token"] == "~/.ray/auth_token"
+    for key in ("head_start_ray_commands", "worker_start_ray_commands"):
+        assert doc[key][0].startswith("chmod 600 ~/.ray/auth_token && test -s")
+
+
+def test_no_token_is_committed() -> None:
+    tracked = [p for p in ROOT.rglob("auth_token*") if ".venv" not in p.parts]
+    assert tracked == []
