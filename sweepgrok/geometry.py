@@ -34,6 +34,7 @@ from torch.autograd.function import once_differentiable
 from sweepgrok.config import GeomDRConfig
 
 __all__ = [
+    "above_chance",
     "covariance",
     "covariance_spectrum",
     "effective_dimension",
@@ -172,6 +173,23 @@ def fourier_concentration(w: Tensor, top: int) -> tuple[Tensor, Tensor]:
     safe = torch.where(has, total, torch.ones_like(total))
     frac = torch.where(has, vals.sum(dim=-1) / safe, torch.zeros_like(total))
     return frac, (idx + 1).to(torch.int64)
+
+
+def above_chance(frac: Tensor, top: int, p: int) -> Tensor:
+    """A Fourier concentration ``frac`` rescaled so that chance is 0 and ``top`` pure
+    frequencies are 1: ``(frac - c) / (1 - c)`` with ``c = top / (p // 2)``, the share of any
+    ``top`` frequencies when the energy is spread evenly over the ``p // 2`` frequencies.
+
+    The raw share has a floor of about ``c`` at random init (0.35 at p = 47, top 8), so raw
+    values are not comparable across p. At random init (Gaussian, d_model 128) the rescaled
+    value is 0.02-0.05, slightly above 0 because the ``top`` strongest of noisy energies exceed
+    their even share; an embedding built from ``top`` frequencies gives 1. ``top`` >= p // 2
+    leaves nothing to concentrate: NaN.
+    """
+    chance = min(top, p // 2) / max(p // 2, 1)
+    if chance >= 1.0:
+        return torch.full_like(frac, math.nan)
+    return (frac - chance) / (1.0 - chance)
 
 
 def _robust_eigh(g: Tensor) -> tuple[Tensor, Tensor]:

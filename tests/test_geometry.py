@@ -9,6 +9,7 @@ import torch
 
 from sweepgrok.config import GeomDRConfig
 from sweepgrok.geometry import (
+    above_chance,
     covariance,
     covariance_spectrum,
     effective_dimension,
@@ -303,6 +304,26 @@ def test_fourier_nyquist_counts_once() -> None:
 def test_fourier_constant_embedding_is_zero() -> None:
     frac, _ = fourier_concentration(torch.ones(11, 4), 2)
     assert frac.item() == 0.0
+
+
+def test_fourier_above_chance_by_hand() -> None:
+    # p = 47: 23 frequencies, top 8: chance share 8/23; a share of 8/23 -> 0, 1 -> 1.
+    frac = torch.tensor([8 / 23, 1.0, (8 / 23 + 1) / 2])
+    assert above_chance(frac, 8, 47).tolist() == pytest.approx([0.0, 1.0, 0.5])
+    assert torch.isnan(above_chance(torch.tensor([1.0]), 3, 7)).all()  # 3 of 3: no chance left
+
+
+def test_fourier_above_chance_is_near_zero_at_init_and_one_for_pure_frequencies() -> None:
+    g = torch.Generator().manual_seed(0)
+    for p in (47, 113):
+        noise = torch.randn(64, p, 128, generator=g)
+        frac, _ = fourier_concentration(noise, 8)
+        assert 0.0 < above_chance(frac, 8, p).mean().item() < 0.08
+        t = torch.arange(p, dtype=torch.float64)[:, None]
+        freqs = torch.arange(1, 9, dtype=torch.float64)[None, :]
+        pure = torch.cat([torch.cos(2 * math.pi * freqs * t / p)] * 4, dim=1)  # (p, 32)
+        frac, _ = fourier_concentration(pure, 8)
+        assert above_chance(frac, 8, p).item() == pytest.approx(1.0)
 
 
 def test_geomdr_penalty_skips_a_member_whose_eigensolver_returns_nan(monkeypatch):
