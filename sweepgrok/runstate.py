@@ -1,6 +1,6 @@
 """Per-run bookkeeping at evaluations: fit step, grok steps, collapse onset, final status.
 
-Definitions (SCIENCE.md): fit step = first evaluation with train accuracy >= train.fit_threshold;
+Definitions: fit step = first evaluation with train accuracy >= train.fit_threshold;
 grok step at theta = first evaluation with test accuracy >= theta (recorded at 0.95, 0.99 and
 train.grok_threshold); collapse onset = first evaluation where D_eff (of the last hidden
 representation) falls below geometry.collapse_fraction times its running maximum.
