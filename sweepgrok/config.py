@@ -255,7 +255,7 @@ def all_keys() -> list[str]:
 
 
 def describe_keys() -> dict[str, str]:
-    """Dotted key -> one-line docstring (for --help, `sweepgrok keys` and the README)."""
+    """Dotted key -> one-line docstring (rendered into docs/config.md by config_docs)."""
     out = {}
     for s, cls in SECTIONS.items():
         for f, info in cls.model_fields.items():

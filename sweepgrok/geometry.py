@@ -4,7 +4,7 @@ Every function takes an optional leading batch shape ``...``: E independent seed
 lockstep as one batched model give ``z`` of shape ``(E, N, d)`` and results of shape ``(E,)``.
 Nothing here keeps state, syncs with the host or reads a config beyond the values passed in.
 
-Definitions (SCIENCE.md, paper 2 "How to Tame Grokking"):
+Definitions (docs/statistics.md, paper 2 "How to Tame Grokking"):
 
 - Representations of a layer: ``Z`` (N x d). Centre: ``Z~ = Z - mean``. Covariance
   ``C = Z~^T Z~ / (N - 1)``, eigenvalues ``mu_1 >= ... >= mu_d``.

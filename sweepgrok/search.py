@@ -1,6 +1,6 @@
 """Optuna searches: the censored objective, the exact time cap, the persistent study, results.
 
-The only module of sweepgrok that imports ``optuna``, and only inside the functions that need it:
+Imports ``optuna`` only inside the functions that need it (``sweepgrok.tune`` is its Ray side):
 the pure helpers (objective, time cap, compute accounting) run inside Ray trials too.
 
 Objective of one run (at threshold theta of ``search.metric``, budget B = train.max_steps)::

@@ -2,7 +2,7 @@
 
 Pure pandas / numpy / scipy (no ray, no torch), so a sweep can be analysed offline on a laptop.
 
-Definitions (SCIENCE.md; the README repeats them):
+Definitions (docs/statistics.md repeats them):
 
 - fit step: first evaluation with ``train_acc >= fit_threshold`` (default 0.99).
 - grok step at theta: first evaluation with ``test_acc >= theta``; computed at 0.95 and 0.99.

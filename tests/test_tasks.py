@@ -1,4 +1,4 @@
-"""Task tables and splits against hand-computed values (SCIENCE.md)."""
+"""Task tables and splits against hand-computed values (docs/statistics.md)."""
 
 import torch
 

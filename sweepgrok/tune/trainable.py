@@ -1,6 +1,6 @@
 """The Ray Tune function trainable: one grid trial = one call of the shared trainer.
 
-Rows are not written here: on a cluster a trial's local files are lost (RAY_NOTES.md), so each
+Rows are not written here: on a cluster a trial's local files are lost, so each
 evaluation's rows travel inside ``tune.report`` to the driver, whose callback writes Parquet.
 
 Trial config layout (the Tuner's param space): ``{"cfg": <flat trial config>, "sweep": {...}}``
