@@ -16,9 +16,10 @@ from typing import Any, Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-TaskName = Literal["add", "sub", "mul", "div", "s5"]
+from sweepgrok.tasks import TASKS, Task, TaskName
+
 Arch = Literal["transformer", "mlp"]
-Norm = Literal["none", "layernorm", "rmsnorm", "sphere"]
+NormName = Literal["none", "layernorm", "rmsnorm", "sphere"]
 Attention = Literal["softmax", "uniform"]
 Unembed = Literal["auto", "linear", "cosine"]
 Device = Literal["auto", "cpu", "cuda"]
@@ -53,14 +54,19 @@ class TaskConfig(_Section):
 
     @model_validator(mode="after")
     def _check(self) -> TaskConfig:
-        if self.name == "div" and not is_prime(self.p):
-            raise ValueError(f"task.p must be prime for task.name=div (got {self.p})")
+        if self.spec.needs_prime and not is_prime(self.p):
+            raise ValueError(f"task.p must be prime for task.name={self.name} (got {self.p})")
         return self
+
+    @property
+    def spec(self) -> Task:
+        """This task's entry in sweepgrok.tasks.TASKS."""
+        return TASKS[self.name]
 
     @property
     def n_tokens(self) -> int:
         """Number of operand values: p for Z_p, 120 for S5."""
-        return 120 if self.name == "s5" else self.p
+        return self.spec.n_tokens(self.p)
 
     @property
     def n_classes(self) -> int:
@@ -79,7 +85,7 @@ class ModelConfig(_Section):
     """Attention heads (d_head = d_model / n_heads); unused by the MLP."""
     d_mlp: int = Field(512, ge=1)
     """Hidden width of the Transformer MLP, and of every MLP hidden layer."""
-    norm: Norm = "none"
+    norm: NormName = "none"
     """Normalization that replaces the stream after embed, attention and MLP: none, layernorm,
     rmsnorm (learnable gain) or sphere (h / ||h||)."""
     attention: Attention = "softmax"
