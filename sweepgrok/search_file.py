@@ -184,7 +184,7 @@ def _shorthand(raw: Any) -> Any:
     fields = {"kind": kind, **{k: v for k, v in raw.items() if k == "log"}}
     value = raw[kind]
     if kind == "choice":
-        return {**fields, "choices": value if isinstance(value, list) else [value]}
+        return {**fields, "choices": value}
     integers = kind == "int"
     number = int if integers else int | float
     if not (

@@ -35,10 +35,10 @@ if TYPE_CHECKING:
 class Task:
     """What sweepgrok needs to know about one task."""
 
-    n_tokens: Callable[[int], int]
-    """Operand values (= answer classes) given task.p."""
     table: Callable[[int], tuple[Tensor, Tensor]]
     """All (a, b) operand pairs (M, 2) and their labels (M,), int64, given task.p."""
+    n_tokens: Callable[[int], int] = lambda p: p
+    """Operand values (= answer classes) given task.p; default p (Z_p)."""
     needs_prime: bool = False
     """task.p must be prime (an inverse must exist for every nonzero b)."""
     cyclic: bool = True
@@ -88,16 +88,12 @@ def _div(a: Tensor, b: Tensor, p: int) -> tuple[Tensor, Tensor, Tensor]:
     return a, b, (a * inv[b]) % p
 
 
-def _modulus(p: int) -> int:
-    return p
-
-
 TASKS: dict[str, Task] = {
-    "add": Task(_modulus, _zp_table(lambda a, b, p: (a, b, (a + b) % p))),
-    "sub": Task(_modulus, _zp_table(lambda a, b, p: (a, b, (a - b) % p))),
-    "mul": Task(_modulus, _zp_table(lambda a, b, p: (a, b, (a * b) % p))),
-    "div": Task(_modulus, _zp_table(_div), needs_prime=True),
-    "s5": Task(lambda _p: len(s5_elements()), _s5_table, cyclic=False),
+    "add": Task(_zp_table(lambda a, b, p: (a, b, (a + b) % p))),
+    "sub": Task(_zp_table(lambda a, b, p: (a, b, (a - b) % p))),
+    "mul": Task(_zp_table(lambda a, b, p: (a, b, (a * b) % p))),
+    "div": Task(_zp_table(_div), needs_prime=True),
+    "s5": Task(_s5_table, n_tokens=lambda _p: len(s5_elements()), cyclic=False),
 }
 """Task name (task.name) -> its Task."""
 

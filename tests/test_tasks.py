@@ -65,7 +65,7 @@ def test_registry_drives_config_and_tables():
 
 def test_a_new_task_is_one_registry_entry(monkeypatch):
     """Config validation, the vocabulary and the split all read the task's TASKS entry."""
-    task = Task(lambda p: p + 1, lambda p: operation_table("sub", p), needs_prime=True)
+    task = Task(lambda p: operation_table("sub", p), n_tokens=lambda p: p + 1, needs_prime=True)
     monkeypatch.setitem(TASKS, "add", task)
     cfg = from_flat({"task.name": "add", "task.p": 7}).task
     assert cfg.spec is task and cfg.n_tokens == 8
