@@ -183,6 +183,8 @@ def _shorthand(raw: Any) -> Any:
         raise ValueError(f"unknown key '{extra[0]}'{hint}: a distribution is one of {allowed}")
     fields = {"kind": kind, **{k: v for k, v in raw.items() if k == "log"}}
     value = raw[kind]
+    if kind == "choice" and not isinstance(value, list):
+        raise ValueError(f"choice: must be a non-empty list of values (got {value!r})")
     if kind == "choice":
         return {**fields, "choices": value}
     integers = kind == "int"
