@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-TaskName = Literal["add", "sub", "mul", "div", "s5"]
+from sweepgrok.tasks import TASKS, Task, TaskName
+
 Arch = Literal["transformer", "mlp"]
-Norm = Literal["none", "layernorm", "rmsnorm", "sphere"]
+NormName = Literal["none", "layernorm", "rmsnorm", "sphere"]
 Attention = Literal["softmax", "uniform"]
 Unembed = Literal["auto", "linear", "cosine"]
 Device = Literal["auto", "cpu", "cuda"]
@@ -53,14 +54,19 @@ class TaskConfig(_Section):
 
     @model_validator(mode="after")
     def _check(self) -> TaskConfig:
-        if self.name == "div" and not is_prime(self.p):
-            raise ValueError(f"task.p must be prime for task.name=div (got {self.p})")
+        if self.spec.needs_prime and not is_prime(self.p):
+            raise ValueError(f"task.p must be prime for task.name={self.name} (got {self.p})")
         return self
+
+    @property
+    def spec(self) -> Task:
+        """This task's entry in sweepgrok.tasks.TASKS."""
+        return TASKS[self.name]
 
     @property
     def n_tokens(self) -> int:
         """Number of operand values: p for Z_p, 120 for S5."""
-        return 120 if self.name == "s5" else self.p
+        return self.spec.n_tokens(self.p)
 
     @property
     def n_classes(self) -> int:
@@ -79,7 +85,7 @@ class ModelConfig(_Section):
     """Attention heads (d_head = d_model / n_heads); unused by the MLP."""
     d_mlp: int = Field(512, ge=1)
     """Hidden width of the Transformer MLP, and of every MLP hidden layer."""
-    norm: Norm = "none"
+    norm: NormName = "none"
     """Normalization that replaces the stream after embed, attention and MLP: none, layernorm,
     rmsnorm (learnable gain) or sphere (h / ||h||)."""
     attention: Attention = "softmax"
@@ -263,19 +269,6 @@ def describe_keys() -> dict[str, str]:
     return out
 
 
-def allowed_values(key: str) -> str:
-    """A short human description of what a key accepts (for error messages)."""
-    section, _, field = key.partition(".")
-    cls = SECTIONS.get(section)
-    if cls is None or field not in cls.model_fields:
-        return ""
-    ann = cls.model_fields[field].annotation
-    args = getattr(ann, "__args__", None)
-    if args and all(isinstance(a, str) for a in args):
-        return ", ".join(args)
-    return getattr(ann, "__name__", str(ann))
-
-
 def nest(flat: Mapping[str, Any]) -> dict[str, Any]:
     """{"task.p": 7} -> {"task": {"p": 7}}; rejects keys that are not in the tree."""
     tree: dict[str, dict[str, Any]] = {}
@@ -306,33 +299,89 @@ def flatten(cfg: Config) -> dict[str, Any]:
     return out
 
 
-def _format_errors(err: ValidationError, source: str) -> str:
-    lines = []
-    for e in err.errors():
-        key = ".".join(str(p) for p in e["loc"])
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            lines.append(unknown_key_message(key))
-            continue
-        allowed = allowed_values(key)
-        hint = f" (allowed: {allowed})" if allowed and "Input should be" not in msg else ""
-        got = f", got {e['input']!r}" if "input" in e and not isinstance(e["input"], dict) else ""
-        lines.append(f"{key}: {msg}{hint}{got}" if key else msg)
+def annotation_at(model: Any, loc: Sequence[Any]) -> Any:
+    """The annotation of the field at `loc` inside nested models (None once loc leaves them)."""
+    ann = model
+    for part in loc:
+        fields = getattr(ann, "__pydantic_fields__", None)
+        if fields is None or part not in fields:
+            return None
+        ann = fields[part].annotation
+    return ann
+
+
+def _names(ann: Any) -> str:
+    """The values of a Literal (or the keys of a model), comma-separated."""
+    fields = getattr(ann, "__pydantic_fields__", None)
+    names = fields if fields is not None else [a for a in get_args(ann) if isinstance(a, str)]
+    return ", ".join(names)
+
+
+def loc_text(loc: Sequence[Any]) -> str:
+    """("zip", 0, "optim.lr") -> "zip[0].optim.lr" (pydantic's "[key]" markers dropped)."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part != "[key]":
+            out += f".{part}" if out else str(part)
+    return out
+
+
+_PLAIN = {
+    "greater_than_equal": "must be >= {ge}",
+    "greater_than": "must be > {gt}",
+    "less_than_equal": "must be <= {le}",
+    "less_than": "must be < {lt}",
+    "too_short": "must have at least {min_length} item(s)",
+}
+"""pydantic error type -> the short message used instead (ctx filled in)."""
+
+_UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")
+
+
+def _message(e: Any, model: Any) -> str:
+    loc, kind = e["loc"], e["type"]
+    if kind in _UNKNOWN:
+        parent = loc_text(loc[:-1])
+        where = f"keys in '{parent}'" if parent else "top-level keys"
+        allowed = _names(annotation_at(model, loc[:-1]))
+        return f"unknown key '{loc_text(loc)}': allowed {where} are {allowed}"
+    allowed = _names(annotation_at(model, loc))
+    if kind == "literal_error" and allowed:
+        msg = f"must be one of {allowed}"
+    elif kind in ("model_type", "dataclass_type", "dict_type") and allowed:
+        msg = f"must be a mapping with keys {allowed}"
+    elif kind in _PLAIN:
+        ctx = {k: f"{v:g}" if isinstance(v, float) else v for k, v in e.get("ctx", {}).items()}
+        msg = _PLAIN[kind].format(**ctx)
+    else:
+        msg = e["msg"].removeprefix("Value error, ").replace("Input should be", "must be")
+    # A validator's own message says what it got; pydantic's do not.
+    shown = "input" in e and not isinstance(e["input"], dict) and kind != "value_error"
+    got = f", got {e['input']!r}" if shown else ""
+    key = loc_text(loc)
+    return f"{key}: {msg}{got}" if key else msg
+
+
+def format_errors(err: ValidationError, source: str, model: Any = None) -> str:
+    """One line naming the source, then each error's key, what it allows and what it got."""
     where = f"{source}: " if source else ""
-    return where + "; ".join(lines)
+    return where + "; ".join(_message(e, model or Config) for e in err.errors())
 
 
 def from_tree(tree: Mapping[str, Any], source: str = "") -> Config:
     """Validate a nested dict into a Config, raising ConfigError with the keys named."""
+    where = f"{source}: " if source else ""
     if not isinstance(tree, Mapping):
-        raise ConfigError(f"{source}: a trial config must be a mapping of sections")
+        raise ConfigError(f"{where}a trial config must be a mapping of sections")
     for section in tree:
         if section not in SECTIONS:
-            raise ConfigError(f"{source}: {unknown_key_message(str(section) + '.')}".rstrip("."))
+            raise ConfigError(where + unknown_key_message(str(section)))
     try:
         return Config.model_validate(dict(tree))
     except ValidationError as err:
-        raise ConfigError(_format_errors(err, source)) from None
+        raise ConfigError(format_errors(err, source)) from None
 
 
 def from_flat(flat: Mapping[str, Any], source: str = "") -> Config:

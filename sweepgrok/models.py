@@ -39,13 +39,13 @@ import ctypes.util
 import itertools
 import math
 from collections.abc import Sequence
-from typing import cast
+from typing import cast, get_args
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sweepgrok.config import Config, ModelConfig
+from sweepgrok.config import Config, ModelConfig, NormName
 
 NORM_EPS = 1e-5  # layernorm / rmsnorm epsilon (torch's LayerNorm default)
 N_POS = 3  # [a, b, =]
@@ -112,6 +112,8 @@ class Norm(nn.Module):
 
     def __init__(self, kind: str, n_members: int, d: int) -> None:
         super().__init__()
+        if kind not in get_args(NormName):
+            raise ValueError(f"unknown norm {kind!r}: one of {', '.join(get_args(NormName))}")
         self.kind = kind
         if kind in ("layernorm", "rmsnorm"):
             self.gain = nn.Parameter(torch.ones(n_members, d))
@@ -126,8 +128,10 @@ class Norm(nn.Module):
         if self.kind == "layernorm":
             h = F.layer_norm(h, h.shape[-1:], eps=NORM_EPS)
             return h * _bias(self.gain, h) + _bias(self.bias, h)
-        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + NORM_EPS)
-        return h * _bias(self.gain, h)
+        if self.kind == "rmsnorm":
+            h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + NORM_EPS)
+            return h * _bias(self.gain, h)
+        raise ValueError(f"unknown norm {self.kind!r}")
 
 
 class Block(nn.Module):

@@ -24,6 +24,8 @@ A search file (YAML)::
         geomdr.start_step: {int: [0, 5000]}
         model.norm: {choice: [none, layernorm]}
 
+Each key is a documented field of ``SearchFile``, ``SearchSection`` and the distributions
+(``Uniform``, ``LogUniform``, ``IntRange``, ``Choice``).
 Everything is checked before anything starts: each bound and each choice is applied to the
 base config and validated by ``sweepgrok.config.from_flat``, so a value that the trainer would
 reject is reported here, with the file and the key. Only marginal values are checked: two keys
@@ -36,41 +38,22 @@ import importlib.util
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from sweepgrok.config import Config, ConfigError, all_keys, from_flat, unknown_key_message
-from sweepgrok.spaces import (
-    COMMON_KEYS,
-    SweepSettings,
-    base_flat,
-    check_keys,
-    read_common,
-    read_sweep_doc,
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    field_validator,
+    model_validator,
 )
 
-SEARCH_FILE_KEYS = (*COMMON_KEYS, "search")
-"""Top-level keys of a search file."""
+from sweepgrok.config import Config, ConfigError, from_flat
+from sweepgrok.spaces import FILE_CONFIG, ConfigKey, SweepFile, read_sweep_doc, validate_file
 
-SEARCH_KEYS = (
-    "metric",
-    "mode",
-    "num_samples",
-    "max_concurrent",
-    "sampler",
-    "seed",
-    "seeds_per_trial",
-    "time_cap_margin",
-    "study_storage",
-    "space",
-)
-"""Keys of the `search:` section."""
-
-METRICS = ("grok_step", "grok_step_95", "grok_step_99")
-"""Objectives: the grok step at train.grok_threshold, at 0.95, or at 0.99 (runs/ columns)."""
-MODES = ("min", "max")
-SAMPLERS = ("tpe", "random", "gp", "cmaes")
-STUDY_STORAGES = ("sqlite", "journal")
-DISTRIBUTIONS = ("uniform", "loguniform", "int", "choice")
 SAMPLER_EXTRAS = {"gp": "scipy", "cmaes": "cmaes"}
 """Sampler -> the Python package it needs beyond optuna."""
 
@@ -83,16 +66,26 @@ FIXED_KEYS = {
 """Keys a space may not vary, and why."""
 
 
-@dataclass(frozen=True)
-class Dist:
-    """One searched key: a distribution Optuna samples from."""
+# ---- distributions ---------------------------------------------------------------------------
 
-    key: str
-    kind: Literal["uniform", "loguniform", "int", "choice"]
+
+class _Dist(BaseModel):
+    """One searched key: a distribution Optuna samples from (written in the shorthand below)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    key: str = ""
+    """The dotted config key searched (the key of the `space` entry)."""
+    kind: str
+    """The distribution: the shorthand's key."""
     low: float | None = None
+    """Lower bound of a range (inclusive)."""
     high: float | None = None
-    log: bool = False
+    """Upper bound of a range (inclusive)."""
+    log: StrictBool = False
+    """Sample in log space."""
     choices: tuple[Any, ...] = ()
+    """The values of a choice."""
 
     def probes(self) -> list[Any]:
         """The values validated against the base: both bounds, or every choice."""
@@ -108,23 +101,204 @@ class Dist:
         return f"{self.kind} [{self.low:g}, {self.high:g}]{log}"
 
 
+class _Range(_Dist):
+    low: int | float  # ints stay ints: the study fingerprint (sweepgrok.search) hashes them
+    high: int | float
+
+    @model_validator(mode="after")
+    def _ordered(self) -> _Range:
+        if self.low >= self.high:
+            raise ValueError(f"lo must be < hi (got [{self.low}, {self.high}])")
+        return self
+
+
+class Uniform(_Range):
+    """`{uniform: [lo, hi]}`: a float drawn uniformly from [lo, hi]."""
+
+    kind: Literal["uniform"] = "uniform"
+
+
+class LogUniform(_Range):
+    """`{loguniform: [lo, hi]}`: a float drawn uniformly in log space; 0 < lo < hi."""
+
+    kind: Literal["loguniform"] = "loguniform"
+    log: StrictBool = True
+
+    @model_validator(mode="after")
+    def _positive(self) -> LogUniform:
+        if self.low <= 0:
+            raise ValueError(f"lo must be > 0 (got {self.low})")
+        return self
+
+
+class IntRange(_Range):
+    """`{int: [lo, hi]}`, or `{int: [lo, hi], log: true}` (lo >= 1): an integer in [lo, hi]."""
+
+    kind: Literal["int"] = "int"
+    low: int
+    high: int
+
+    @model_validator(mode="after")
+    def _log_positive(self) -> IntRange:
+        if self.log and self.low < 1:
+            raise ValueError(f"lo must be >= 1 with log (got {self.low})")
+        return self
+
+
+class Choice(_Dist):
+    """`{choice: [a, b, ...]}`: one of distinct numbers, strings, booleans or null."""
+
+    kind: Literal["choice"] = "choice"
+    choices: tuple[Any, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _scalars(self) -> Choice:
+        values = list(self.choices)
+        # Optuna stores categorical choices as JSON scalars: lists (optim.betas) cannot be choices.
+        bad = [v for v in values if not (v is None or isinstance(v, bool | int | float | str))]
+        if bad:
+            raise ValueError(f"values must be numbers, strings, booleans or null: {bad[0]!r}")
+        if len({repr(v) for v in values}) != len(values):
+            raise ValueError(f"values must be distinct (got {values})")
+        return self
+
+
+_KINDS = {c.model_fields["kind"].default: c for c in (Uniform, LogUniform, IntRange, Choice)}
+DISTRIBUTIONS = tuple(_KINDS)
+"""The shorthand's keys: uniform, loguniform, int, choice."""
+
+
+def _shorthand(raw: Any) -> Any:
+    """`{uniform: [lo, hi]}` (and the other shorthands) -> the fields of that distribution."""
+    allowed = ", ".join(DISTRIBUTIONS)
+    kinds = [k for k in raw if k in _KINDS] if isinstance(raw, Mapping) else []
+    if len(kinds) != 1:
+        raise ValueError(
+            f"must be a mapping with exactly one distribution, one of {allowed} (got {raw!r})"
+        )
+    kind = kinds[0]
+    extra = [str(k) for k in raw if k != kind and not (kind == "int" and k == "log")]
+    if extra:
+        hint = " (log belongs to int)" if "log" in extra else ""
+        raise ValueError(f"unknown key '{extra[0]}'{hint}: a distribution is one of {allowed}")
+    fields = {"kind": kind, **{k: v for k, v in raw.items() if k == "log"}}
+    value = raw[kind]
+    if kind == "choice" and not isinstance(value, list):
+        raise ValueError(f"choice: must be a non-empty list of values (got {value!r})")
+    if kind == "choice":
+        return {**fields, "choices": value}
+    integers = kind == "int"
+    number = int if integers else int | float
+    if not (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(v, number) and not isinstance(v, bool) for v in value)
+    ):
+        what = "integers" if integers else "numbers"
+        raise ValueError(f"{kind}: must be a list [lo, hi] of two {what} (got {value!r})")
+    return {**fields, "low": value[0], "high": value[1]}
+
+
+Dist = Annotated[
+    Uniform | LogUniform | IntRange | Choice,
+    Field(discriminator="kind"),
+    BeforeValidator(_shorthand),
+]
+"""One `space` entry, written `{uniform: [lo, hi]}`, `{loguniform: [lo, hi]}`,
+`{int: [lo, hi]}` (optionally `log: true`) or `{choice: [a, b, ...]}`."""
+
+
+def _searchable(key: str) -> str:
+    if key in FIXED_KEYS:
+        raise ValueError(f"cannot be searched ({FIXED_KEYS[key]})")
+    return key
+
+
+# ---- the file --------------------------------------------------------------------------------
+
+
+class SearchSection(BaseModel):
+    """The `search:` section: the objective, the sampler and the space."""
+
+    model_config = FILE_CONFIG
+
+    metric: Literal["grok_step", "grok_step_95", "grok_step_99"] = "grok_step"
+    """Objective: the grok step at train.grok_threshold, at 0.95, or at 0.99 (runs/ columns)."""
+    mode: Literal["min", "max"] = "min"
+    """min: fastest grokking; max: the most delaying schedule."""
+    num_samples: int = Field(20, ge=1)
+    """Trials in the study (a --resume tops it up to this)."""
+    max_concurrent: int | None = Field(None, ge=1)
+    """Trials at once (TPE's constant liar handles the rest); null = the top-level
+    max_concurrent, else 1."""
+    sampler: Literal["tpe", "random", "gp", "cmaes"] = "tpe"
+    """Optuna sampler; gp needs scipy, cmaes needs cmaes."""
+    seed: int | None = Field(0, ge=0)
+    """Sampler seed (null = unseeded)."""
+    seeds_per_trial: int = Field(1, ge=1)
+    """k > 1: the objective is the median over k init seeds trained in lockstep."""
+    time_cap_margin: float | None = Field(1.0, ge=1.0)
+    """Stop a trial once it cannot beat best * margin; >= 1 (a smaller one would stop trials
+    that could still win); null turns the time cap off."""
+    study_storage: Literal["sqlite", "journal"] = "sqlite"
+    """sqlite (<sweep>/optuna.db) or journal (<sweep>/optuna.journal)."""
+    space: dict[Annotated[ConfigKey, AfterValidator(_searchable)], Dist]
+    """Dotted config key -> distribution (see Dist)."""
+
+    @field_validator("sampler")
+    @classmethod
+    def _installed(cls, sampler: str) -> str:
+        extra = SAMPLER_EXTRAS.get(sampler)
+        if extra and importlib.util.find_spec(extra) is None:
+            raise ValueError(
+                f"{sampler} needs the '{extra}' package, which is not installed "
+                f"(pip install {extra}); or use one of tpe, random"
+            )
+        return sampler
+
+    @field_validator("space", mode="before")
+    @classmethod
+    def _non_empty(cls, raw: Any) -> Any:
+        if not isinstance(raw, Mapping) or not raw:
+            raise ValueError(
+                "must be a non-empty mapping dotted key -> distribution "
+                f"({', '.join(DISTRIBUTIONS)}) (got {raw!r})"
+            )
+        return raw
+
+    @field_validator("space")
+    @classmethod
+    def _keyed(cls, space: dict[str, Dist]) -> dict[str, Dist]:
+        return {k: d.model_copy(update={"key": k}) for k, d in space.items()}
+
+
+class SearchFile(SweepFile):
+    """A search file: the sweep keys plus the `search:` section."""
+
+    search: SearchSection
+    """The objective, the sampler and the space."""
+
+
 @dataclass(frozen=True)
 class SearchSpec:
-    """A validated search file: sweep settings, search settings, the space, the trial base."""
+    """A validated search file: its keys, the flat trial base and the space in file order.
 
-    settings: SweepSettings
+    The `search:` keys are copied here (documented on SearchSection), max_concurrent resolved.
+    """
+
+    settings: SearchFile
     base: Mapping[str, Any]
     """The full flat base trial config (seeds of seeds_per_trial applied)."""
     space: tuple[Dist, ...]
-    metric: str = "grok_step"
-    mode: str = "min"
-    num_samples: int = 20
-    max_concurrent: int = 1
-    sampler: str = "tpe"
-    seed: int | None = 0
-    seeds_per_trial: int = 1
-    time_cap_margin: float | None = 1.0
-    study_storage: str = "sqlite"
+    metric: str
+    mode: str
+    num_samples: int
+    max_concurrent: int
+    sampler: str
+    seed: int | None
+    seeds_per_trial: int
+    time_cap_margin: float | None
+    study_storage: str
 
     @property
     def name(self) -> str:
@@ -166,124 +340,7 @@ class SearchSpec:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
-# ---- readers ---------------------------------------------------------------------------------
-
-
-def _int(value: Any, key: str, path: str | Path, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{path}: search.{key}: must be an integer >= {minimum} (got {value!r})")
-    return value
-
-
-def _one_of(value: Any, key: str, allowed: Sequence[str], path: str | Path) -> str:
-    if value not in allowed:
-        raise ConfigError(
-            f"{path}: search.{key}: must be one of {', '.join(allowed)} (got {value!r})"
-        )
-    return str(value)
-
-
-def read_sampler(section: Mapping[str, Any], path: str | Path) -> str:
-    """`sampler`: tpe (default), random, gp, cmaes; gp/cmaes need their extra package."""
-    sampler = _one_of(section.get("sampler", "tpe"), "sampler", SAMPLERS, path)
-    extra = SAMPLER_EXTRAS.get(sampler)
-    if extra and importlib.util.find_spec(extra) is None:
-        raise ConfigError(
-            f"{path}: search.sampler: {sampler} needs the '{extra}' package, which is not "
-            f"installed (pip install {extra}); or use one of tpe, random"
-        )
-    return sampler
-
-
-def read_margin(section: Mapping[str, Any], path: str | Path) -> float | None:
-    """`time_cap_margin`: >= 1 (a smaller one would stop trials that could still win)."""
-    value = section.get("time_cap_margin", 1.0)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 1.0:
-        raise ConfigError(
-            f"{path}: search.time_cap_margin: must be a number >= 1, or null to turn the time "
-            f"cap off (got {value!r})"
-        )
-    return float(value)
-
-
-def read_seed(section: Mapping[str, Any], path: str | Path) -> int | None:
-    value = section.get("seed", 0)
-    return None if value is None else _int(value, "seed", path, 0)
-
-
-def _bounds(key: str, kind: str, raw: Any, path: str | Path) -> tuple[float, float]:
-    where = f"{path}: search.space.{key}.{kind}"
-    ok = isinstance(raw, list) and len(raw) == 2
-    ok = ok and all(isinstance(v, int | float) and not isinstance(v, bool) for v in raw)
-    if kind == "int":
-        ok = ok and all(isinstance(v, int) for v in raw)
-    if not ok:
-        what = "integers" if kind == "int" else "numbers"
-        raise ConfigError(f"{where}: must be a list [lo, hi] of two {what} (got {raw!r})")
-    lo, hi = raw
-    if lo >= hi:
-        raise ConfigError(f"{where}: lo must be < hi (got [{lo}, {hi}])")
-    return lo, hi
-
-
-def read_dist(key: Any, raw: Any, path: str | Path) -> Dist:
-    """One `space` entry -> Dist, with the key and the distribution checked."""
-    if not isinstance(key, str) or key not in set(all_keys()):
-        raise ConfigError(f"{path}: search.space: {unknown_key_message(str(key))}")
-    if key in FIXED_KEYS:
-        raise ConfigError(f"{path}: search.space.{key}: cannot be searched ({FIXED_KEYS[key]})")
-    allowed = ", ".join(DISTRIBUTIONS)
-    kinds = [k for k in raw if k in DISTRIBUTIONS] if isinstance(raw, Mapping) else []
-    if not isinstance(raw, Mapping) or len(kinds) != 1:
-        raise ConfigError(
-            f"{path}: search.space.{key}: must be a mapping with exactly one distribution, "
-            f"one of {allowed} (got {raw!r})"
-        )
-    kind = kinds[0]
-    extra = [str(k) for k in raw if k != kind and not (kind == "int" and k == "log")]
-    if extra:
-        hint = " (log belongs to int)" if "log" in extra else ""
-        raise ConfigError(
-            f"{path}: search.space.{key}: unknown key '{extra[0]}'{hint}: a distribution is "
-            f"one of {allowed}"
-        )
-    value = raw[kind]
-    if kind == "choice":
-        return Dist(key, "choice", choices=_choices(key, value, path))
-    lo, hi = _bounds(key, kind, value, path)
-    log = raw.get("log", False)
-    if not isinstance(log, bool):
-        raise ConfigError(f"{path}: search.space.{key}.log: must be true or false (got {log!r})")
-    if kind == "loguniform" and lo <= 0:
-        raise ConfigError(f"{path}: search.space.{key}.loguniform: lo must be > 0 (got {lo})")
-    if kind == "int" and log and lo < 1:
-        raise ConfigError(f"{path}: search.space.{key}.int: lo must be >= 1 with log (got {lo})")
-    return Dist(key, kind, low=lo, high=hi, log=log or kind == "loguniform")
-
-
-def _choices(key: str, value: Any, path: str | Path) -> tuple[Any, ...]:
-    where = f"{path}: search.space.{key}.choice"
-    if not isinstance(value, list) or not value:
-        raise ConfigError(f"{where}: must be a non-empty list of values (got {value!r})")
-    # Optuna stores categorical choices as JSON scalars: lists (optim.betas) cannot be choices.
-    bad = [v for v in value if not (v is None or isinstance(v, bool | int | float | str))]
-    if bad:
-        raise ConfigError(f"{where}: values must be numbers, strings, booleans or null: {bad[0]!r}")
-    if len({repr(v) for v in value}) != len(value):
-        raise ConfigError(f"{where}: values must be distinct (got {value})")
-    return tuple(value)
-
-
-def read_space(section: Mapping[str, Any], path: str | Path) -> tuple[Dist, ...]:
-    raw = section.get("space")
-    if not isinstance(raw, Mapping) or not raw:
-        raise ConfigError(
-            f"{path}: search.space: must be a non-empty mapping dotted key -> distribution "
-            f"({', '.join(DISTRIBUTIONS)}) (got {raw!r})"
-        )
-    return tuple(read_dist(k, v, path) for k, v in raw.items())
+# ---- checks against the base -----------------------------------------------------------------
 
 
 def check_space(space: Sequence[Dist], base: Mapping[str, Any], path: str | Path) -> None:
@@ -339,41 +396,20 @@ def check_metric(metric: str, base: Mapping[str, Any], path: str | Path) -> None
 
 def load_search(path: str | Path) -> SearchSpec:
     """Read and validate a search file; raises ConfigError naming the file and the key."""
-    doc = read_sweep_doc(path)
-    check_keys(doc, SEARCH_FILE_KEYS, path)
-    settings = read_common(doc, path)
-    section = doc.get("search")
-    if not isinstance(section, Mapping):
-        raise ConfigError(f"{path}: search: must be a mapping with keys {', '.join(SEARCH_KEYS)}")
-    for key in section:
-        if key not in SEARCH_KEYS:
-            raise ConfigError(
-                f"{path}: unknown key 'search.{key}': allowed keys are {', '.join(SEARCH_KEYS)}"
-            )
-    base = base_flat(settings)
-    k = _int(section.get("seeds_per_trial", 1), "seeds_per_trial", path, 1)
-    base = {**base, **seeds_for(base, k, path)}
+    file = validate_file(SearchFile, read_sweep_doc(path), path)
+    search = file.search
+    base = file.base_flat()
+    base = {**base, **seeds_for(base, search.seeds_per_trial, path)}
     from_flat(base, f"{path}: base with seeds_per_trial")
-    metric = _one_of(section.get("metric", "grok_step"), "metric", METRICS, path)
-    check_metric(metric, base, path)
-    space = read_space(section, path)
+    check_metric(search.metric, base, path)
+    space = tuple(search.space.values())
     check_space(space, base, path)
-    concurrent = section.get("max_concurrent", settings.max_concurrent or 1)
     return SearchSpec(
-        settings=settings,
+        settings=file,
         base=base,
         space=space,
-        metric=metric,
-        mode=_one_of(section.get("mode", "min"), "mode", MODES, path),
-        num_samples=_int(section.get("num_samples", 20), "num_samples", path, 1),
-        max_concurrent=_int(concurrent, "max_concurrent", path, 1),
-        sampler=read_sampler(section, path),
-        seed=read_seed(section, path),
-        seeds_per_trial=k,
-        time_cap_margin=read_margin(section, path),
-        study_storage=_one_of(
-            section.get("study_storage", "sqlite"), "study_storage", STUDY_STORAGES, path
-        ),
+        **search.model_dump(exclude={"space", "max_concurrent"}),
+        max_concurrent=search.max_concurrent or file.max_concurrent or 1,
     )
 
 

@@ -16,9 +16,9 @@ A grid file (YAML)::
     max_failures: 1                  # retries of a crashed trial (from its checkpoint)
     checkpoint_every: 10             # evaluations between trial checkpoints (default train's)
 
+Each key is a documented field of ``GridFile`` (the keys every sweep file has: ``SweepFile``).
 Everything is validated before anything starts: every expanded trial goes through
-``sweepgrok.config.from_flat``. The common pieces (``read_common`` and the ``read_*`` helpers)
-are shared with the Optuna search files (``sweepgrok.search``). No Ray import here.
+``sweepgrok.config.from_flat``. No Ray import here.
 """
 
 from __future__ import annotations
@@ -26,66 +26,205 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypeVar
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from sweepgrok.config import (
     ConfigError,
     all_keys,
     flatten,
+    format_errors,
     from_flat,
     from_tree,
     read_yaml,
     unknown_key_message,
 )
 
-COMMON_KEYS = (
-    "name",
-    "base",
-    "storage",
-    "resources",
-    "max_concurrent",
-    "max_failures",
-    "checkpoint_every",
-)
-"""Top-level keys every sweep file (grid or search) accepts."""
-
-GRID_KEYS = (*COMMON_KEYS, "grid", "zip", "seeds", "seeds_per_trial")
-"""Top-level keys of a grid file."""
-
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+FILE_CONFIG = ConfigDict(frozen=True, extra="forbid", strict=True, use_attribute_docstrings=True)
+"""Sweep files: unknown keys are errors, and no silent conversions (true is not 1, "3" not 3)."""
 
 
-@dataclass(frozen=True)
+def _config_key(key: str) -> str:
+    if key not in set(all_keys()):
+        raise ValueError(unknown_key_message(key))
+    return key
+
+
+ConfigKey = Annotated[str, AfterValidator(_config_key)]
+"""A dotted trial-config key (task.p, model.norm, ...)."""
+
+
+def _values(value: Any) -> list[Any]:
+    if not isinstance(value, list) or not value:
+        raise ValueError(f"must be a non-empty list of values (got {value!r})")
+    return value
+
+
+Values = Annotated[list[Any], BeforeValidator(_values)]
+"""The values one key takes across the trials."""
+
+
+def _folder_name(name: str) -> str:
+    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$", name):
+        raise ValueError(f"must be a folder name of letters, digits, '_', '-', '.' (got {name!r})")
+    return name
+
+
+def _seeds(value: Any) -> list[int]:
+    ok = isinstance(value, list) and value
+    if not ok or not all(type(s) is int and s >= 0 for s in value):
+        raise ValueError(f"must be a non-empty list of ints >= 0 (got {value!r})")
+    if len(set(value)) != len(value):
+        raise ValueError(f"must be distinct (got {value})")
+    return value
+
+
+@pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid", use_attribute_docstrings=True))
 class Resources:
     """Per-trial resources requested from Ray (fractions allowed)."""
 
-    cpu: float = 1.0
-    gpu: float = 0.0
+    cpu: Annotated[float, Field(ge=0, strict=True)] = 1.0
+    """CPUs per trial (default 1)."""
+    gpu: Annotated[float, Field(ge=0, strict=True)] = 0.0
+    """GPUs per trial (default 0)."""
+
+    @model_validator(mode="after")
+    def _some(self) -> Resources:
+        if self.cpu == 0 and self.gpu == 0:
+            raise ValueError(f"a trial needs some cpu or gpu (got cpu {self.cpu}, gpu {self.gpu})")
+        return self
 
     def as_ray(self) -> dict[str, float]:
         """The dict ``tune.with_resources`` takes."""
         return {"cpu": self.cpu, "gpu": self.gpu}
 
 
-@dataclass(frozen=True)
-class SweepSettings:
-    """What every sweep file says besides its trials (shared by grid and search files)."""
+def _file(info: ValidationInfo) -> Path:
+    """The file being validated (validate_file passes it in the context)."""
+    return Path((info.context or {}).get("path", ""))
 
-    name: str
-    source: Path
-    base: dict[str, Any]
-    """The base trial config as a nested tree (validated)."""
-    storage: str = "runs"
-    resources: Resources = field(default_factory=Resources)
-    max_concurrent: int | None = None
-    max_failures: int = 1
-    checkpoint_every: int | None = None
+
+class SweepFile(BaseModel):
+    """The keys every sweep file (grid or search) has. A null key means its default."""
+
+    model_config = FILE_CONFIG
+
+    name: Annotated[str, AfterValidator(_folder_name)]
+    """Sweep folder name (<storage>/<name>/): letters, digits, '_', '-', '.'; default: the
+    file's stem."""
+    base: dict[str, Any] = {}
+    """The base trial config: a mapping of sections, or a trial YAML path relative to this file
+    (validated once here, so a typo in it is reported once, not once per trial)."""
+    storage: str = Field("runs", min_length=1)
+    """Root folder (or URI) of sweep folders, relative to the current directory; the CLI's
+    --storage wins."""
+    resources: Resources = Resources()
+    """Per-trial {cpu, gpu}, fractions allowed."""
+    max_concurrent: int | None = Field(None, ge=1)
+    """Cap on trials running at once (null = as many as the resources allow)."""
+    max_failures: int = Field(1, ge=0)
+    """Times a crashed trial is retried from its checkpoint."""
+    checkpoint_every: int | None = Field(None, ge=1)
+    """Evaluations between trial checkpoints (null = the base's train.checkpoint_every)."""
+
+    _source: Path = PrivateAttr(Path())
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        data = {k: v for k, v in data.items() if v is not None}
+        return {"name": _file(info).stem, **data}
+
+    @field_validator("base", mode="before")
+    @classmethod
+    def _read_base(cls, raw: Any, info: ValidationInfo) -> dict[str, Any]:
+        source = ""
+        if isinstance(raw, str):
+            path = _file(info).parent / raw
+            raw, source = read_yaml(path) or {}, str(path)
+        elif not isinstance(raw, Mapping):
+            raise ValueError(f"must be a mapping of sections or a path (got {raw!r})")
+        from_tree(raw, source)
+        return {k: dict(v) if isinstance(v, Mapping) else v for k, v in raw.items()}
+
+    @model_validator(mode="after")
+    def _remember_source(self, info: ValidationInfo) -> SweepFile:
+        self._source = _file(info)
+        return self
+
+    @property
+    def source(self) -> Path:
+        """The file this was read from."""
+        return self._source
 
     def sweep_dir(self, storage: str | Path | None = None) -> Path:
         """<storage>/<name>, storage relative to the current directory (CLI --storage wins)."""
         return Path(storage if storage is not None else self.storage) / self.name
+
+    def base_flat(self) -> dict[str, Any]:
+        """The base trial config as a full flat dict (defaults filled in)."""
+        return flatten(from_tree(self.base, str(self.source)))
+
+
+class GridFile(SweepFile):
+    """A grid file: the trials are the cross product of its axes over the base."""
+
+    grid: dict[ConfigKey, Values] = {}
+    """Dotted key -> non-empty list of values; each key is one axis of the cross product."""
+    zip: list[Annotated[dict[ConfigKey, Values], Field(min_length=1)]] = []
+    """Groups of equal-length lists: each group is zipped into one axis, then crossed."""
+    seeds: Annotated[list[int], BeforeValidator(_seeds)] | None = None
+    """Distinct init seeds >= 0: shorthand for a train.seed axis."""
+    seeds_per_trial: int | None = Field(None, ge=1)
+    """Pack that many seeds per trial (train.seeds, trained in lockstep); needs seeds."""
+
+    @model_validator(mode="after")
+    def _one_axis_per_key(self) -> GridFile:
+        seen = set(self.grid)
+        for i, group in enumerate(self.zip):
+            lengths = {k: len(v) for k, v in group.items()}
+            if len(set(lengths.values())) > 1:
+                raise ValueError(f"zip[{i}]: lists must have equal lengths (got {lengths})")
+            for key in group:
+                if key in seen:
+                    raise ValueError(f"zip[{i}].{key}: key already varies elsewhere in the grid")
+                seen.add(key)
+        if self.seeds is not None and seen & {"train.seed", "train.seeds"}:
+            raise ValueError("seeds: train.seed already varies in grid/zip; use one of them")
+        if self.seeds is None and self.seeds_per_trial is not None:
+            raise ValueError("seeds_per_trial: needs a seeds list")
+        return self
+
+    def axes(self) -> list[list[dict[str, Any]]]:
+        """grid, zip and seeds as a list of axes; each axis is a list of {key: value} choices."""
+        axes = [[{key: v} for v in values] for key, values in self.grid.items()]
+        for group in self.zip:
+            combos = zip(*group.values(), strict=True)
+            axes.append([dict(zip(group, combo, strict=True)) for combo in combos])
+        if self.seeds is not None and self.seeds_per_trial is None:
+            axes.append([{"train.seed": s} for s in self.seeds])
+        elif self.seeds is not None and self.seeds_per_trial is not None:
+            k = self.seeds_per_trial
+            chunks = [self.seeds[i : i + k] for i in range(0, len(self.seeds), k)]
+            axes.append([{"train.seed": c[0], "train.seeds": c} for c in chunks])
+        return axes
 
 
 @dataclass(frozen=True)
@@ -99,15 +238,15 @@ class Trial:
 
 @dataclass(frozen=True)
 class GridSpec:
-    """A validated grid file: settings plus the expanded trials."""
+    """A validated grid file: its keys plus the expanded trials."""
 
-    settings: SweepSettings
+    settings: GridFile
     trials: list[Trial]
     varying: list[str]
     """Dotted keys that take more than one value across the trials (table columns)."""
 
 
-# ---- common pieces (also used by sweepgrok.search) ------------------------------------------
+File = TypeVar("File", bound=SweepFile)
 
 
 def read_sweep_doc(path: str | Path) -> dict[str, Any]:
@@ -118,188 +257,17 @@ def read_sweep_doc(path: str | Path) -> dict[str, Any]:
     return dict(doc)
 
 
-def check_keys(doc: Mapping[str, Any], allowed: Sequence[str], path: str | Path) -> None:
-    """Reject unknown top-level keys, naming them and the allowed ones."""
-    unknown = [str(k) for k in doc if k not in allowed]
-    if unknown:
-        raise ConfigError(
-            f"{path}: unknown key '{unknown[0]}': allowed top-level keys are {', '.join(allowed)}"
-        )
+def validate_file(model: type[File], doc: Mapping[str, Any], path: str | Path) -> File:
+    """Validate a sweep file's keys; raises ConfigError naming the file, the key and the rule."""
+    try:
+        return model.model_validate(doc, context={"path": Path(path)})
+    except ValidationError as err:
+        raise ConfigError(format_errors(err, str(path), model)) from None
 
 
-def read_name(doc: Mapping[str, Any], path: str | Path) -> str:
-    """`name`: the sweep folder name (defaults to the file's stem)."""
-    name = doc.get("name", Path(path).stem)
-    if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise ConfigError(
-            f"{path}: name: must be a folder name of letters, digits, '_', '-', '.' (got {name!r})"
-        )
-    return name
-
-
-def read_base(doc: Mapping[str, Any], path: str | Path) -> dict[str, Any]:
-    """`base`: an inline trial config mapping, or a trial YAML path relative to the sweep file.
-
-    Returns the nested tree after validating it (so a typo in the base is reported once, with
-    the base file's name, rather than once per trial).
-    """
-    raw = doc.get("base", {})
-    if raw is None:
-        raw = {}
-    if isinstance(raw, str):
-        base_path = (Path(path).parent / raw) if not Path(raw).is_absolute() else Path(raw)
-        tree = read_yaml(base_path) or {}
-        source = str(base_path)
-    elif isinstance(raw, Mapping):
-        tree, source = raw, f"{path}: base"
-    else:
-        raise ConfigError(f"{path}: base: must be a mapping of sections or a path (got {raw!r})")
-    if not isinstance(tree, Mapping):
-        raise ConfigError(f"{source}: a trial config must be a mapping of sections")
-    from_tree(tree, source)
-    return {k: dict(v) if isinstance(v, Mapping) else v for k, v in tree.items()}
-
-
-def read_storage(doc: Mapping[str, Any], path: str | Path) -> str:
-    """`storage`: root folder (or URI) of sweep folders; default "runs"."""
-    storage = doc.get("storage", "runs")
-    if not isinstance(storage, str) or not storage.strip():
-        raise ConfigError(f"{path}: storage: must be a non-empty path string (got {storage!r})")
-    return storage
-
-
-def _number(value: Any, key: str, path: str | Path, *, integer: bool, minimum: float) -> Any:
-    ok_type = isinstance(value, int) if integer else isinstance(value, int | float)
-    if isinstance(value, bool) or not ok_type or value < minimum:
-        kind = "an integer" if integer else "a number"
-        raise ConfigError(f"{path}: {key}: must be {kind} >= {minimum:g} (got {value!r})")
-    return value
-
-
-def read_resources(doc: Mapping[str, Any], path: str | Path) -> Resources:
-    """`resources`: {cpu, gpu} per trial, fractions allowed; default one CPU."""
-    raw = doc.get("resources") or {}
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{path}: resources: must be a mapping with keys cpu, gpu (got {raw!r})")
-    for key in raw:
-        if key not in ("cpu", "gpu"):
-            raise ConfigError(f"{path}: unknown key 'resources.{key}': allowed keys are cpu, gpu")
-    cpu = _number(raw.get("cpu", 1.0), "resources.cpu", path, integer=False, minimum=0)
-    gpu = _number(raw.get("gpu", 0.0), "resources.gpu", path, integer=False, minimum=0)
-    if cpu == 0 and gpu == 0:
-        raise ConfigError(f"{path}: resources: a trial needs some cpu or gpu (got {dict(raw)})")
-    return Resources(float(cpu), float(gpu))
-
-
-def read_max_concurrent(doc: Mapping[str, Any], path: str | Path) -> int | None:
-    """`max_concurrent`: cap on trials running at once (null = as many as resources allow)."""
-    value = doc.get("max_concurrent")
-    if value is None:
-        return None
-    return int(_number(value, "max_concurrent", path, integer=True, minimum=1))
-
-
-def read_max_failures(doc: Mapping[str, Any], path: str | Path) -> int:
-    """`max_failures`: times a crashed trial is retried from its checkpoint; default 1."""
-    return int(_number(doc.get("max_failures", 1), "max_failures", path, integer=True, minimum=0))
-
-
-def read_checkpoint_every(doc: Mapping[str, Any], path: str | Path) -> int | None:
-    """`checkpoint_every`: evaluations between trial checkpoints (null = train.checkpoint_every)."""
-    value = doc.get("checkpoint_every")
-    if value is None:
-        return None
-    return int(_number(value, "checkpoint_every", path, integer=True, minimum=1))
-
-
-def read_common(doc: Mapping[str, Any], path: str | Path) -> SweepSettings:
-    """Every common key of a sweep file, validated (unknown keys are the caller's check)."""
-    return SweepSettings(
-        name=read_name(doc, path),
-        source=Path(path),
-        base=read_base(doc, path),
-        storage=read_storage(doc, path),
-        resources=read_resources(doc, path),
-        max_concurrent=read_max_concurrent(doc, path),
-        max_failures=read_max_failures(doc, path),
-        checkpoint_every=read_checkpoint_every(doc, path),
-    )
-
-
-def base_flat(settings: SweepSettings) -> dict[str, Any]:
-    """The base trial config as a full flat dict (defaults filled in)."""
-    return flatten(from_tree(settings.base, str(settings.source)))
-
-
-# ---- grid files ------------------------------------------------------------------------------
-
-
-def _check_axis(key: Any, values: Any, where: str, path: str | Path) -> None:
-    if not isinstance(key, str) or key not in set(all_keys()):
-        raise ConfigError(f"{path}: {where}: {unknown_key_message(str(key))}")
-    if not isinstance(values, list) or not values:
-        raise ConfigError(
-            f"{path}: {where}.{key}: must be a non-empty list of values (got {values!r})"
-        )
-
-
-def read_grid_axes(doc: Mapping[str, Any], path: str | Path) -> list[list[dict[str, Any]]]:
-    """`grid` and `zip` as a list of axes; each axis is a list of {key: value} choices."""
-    raw = doc.get("grid") or {}
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{path}: grid: must be a mapping of dotted key -> list (got {raw!r})")
-    axes: list[list[dict[str, Any]]] = []
-    seen: set[str] = set()
-    for key, values in raw.items():
-        _check_axis(key, values, "grid", path)
-        axes.append([{key: v} for v in values])
-        seen.add(key)
-    groups = doc.get("zip") or []
-    if not isinstance(groups, list):
-        raise ConfigError(f"{path}: zip: must be a list of mappings dotted key -> list")
-    for i, group in enumerate(groups):
-        where = f"zip[{i}]"
-        if not isinstance(group, Mapping) or not group:
-            raise ConfigError(f"{path}: {where}: must be a non-empty mapping dotted key -> list")
-        for key, values in group.items():
-            _check_axis(key, values, where, path)
-            if key in seen:
-                raise ConfigError(
-                    f"{path}: {where}.{key}: key already varies elsewhere in the grid"
-                )
-            seen.add(key)
-        lengths = {k: len(v) for k, v in group.items()}
-        if len(set(lengths.values())) != 1:
-            raise ConfigError(f"{path}: {where}: lists must have equal lengths (got {lengths})")
-        axes.append(
-            [dict(zip(group, combo, strict=True)) for combo in zip(*group.values(), strict=True)]
-        )
-    if ("train.seed" in seen or "train.seeds" in seen) and "seeds" in doc:
-        raise ConfigError(f"{path}: seeds: train.seed already varies in grid/zip; use one of them")
-    return axes
-
-
-def read_seed_axis(doc: Mapping[str, Any], path: str | Path) -> list[dict[str, Any]] | None:
-    """`seeds` (+ `seeds_per_trial`) as one axis: train.seed, or packed train.seeds chunks."""
-    seeds = doc.get("seeds")
-    per_trial = doc.get("seeds_per_trial")
-    if seeds is None:
-        if per_trial is not None:
-            raise ConfigError(f"{path}: seeds_per_trial: needs a seeds list")
-        return None
-    if (
-        not isinstance(seeds, list)
-        or not seeds
-        or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)
-    ):
-        raise ConfigError(f"{path}: seeds: must be a non-empty list of ints >= 0 (got {seeds!r})")
-    if len(set(seeds)) != len(seeds):
-        raise ConfigError(f"{path}: seeds: must be distinct (got {seeds})")
-    if per_trial is None:
-        return [{"train.seed": s} for s in seeds]
-    k = int(_number(per_trial, "seeds_per_trial", path, integer=True, minimum=1))
-    chunks = [seeds[i : i + k] for i in range(0, len(seeds), k)]
-    return [{"train.seed": c[0], "train.seeds": c} for c in chunks]
+def read_common(doc: Mapping[str, Any], path: str | Path) -> SweepFile:
+    """The keys every sweep file has, validated (a doc with other keys is an error)."""
+    return validate_file(SweepFile, doc, path)
 
 
 def expand(
@@ -332,15 +300,9 @@ def varying_keys(trials: Sequence[Trial]) -> list[str]:
 
 def load_grid(path: str | Path) -> GridSpec:
     """Read, validate and expand a grid file; raises ConfigError naming file and key."""
-    doc = read_sweep_doc(path)
-    check_keys(doc, GRID_KEYS, path)
-    settings = read_common(doc, path)
-    axes = read_grid_axes(doc, path)
-    seed_axis = read_seed_axis(doc, path)
-    if seed_axis is not None:
-        axes.append(seed_axis)
-    trials = expand(base_flat(settings), axes, path)
-    return GridSpec(settings, trials, varying_keys(trials))
+    grid = validate_file(GridFile, read_sweep_doc(path), path)
+    trials = expand(grid.base_flat(), grid.axes(), path)
+    return GridSpec(grid, trials, varying_keys(trials))
 
 
 def is_grid_doc(doc: Mapping[str, Any]) -> bool:

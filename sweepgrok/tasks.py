@@ -8,18 +8,41 @@ reads only the two operand tokens.
 - ``div`` on Z_p (p prime): ``a * b^(p-2) % p`` (Fermat inverse), b != 0; p*(p-1) pairs.
 - ``s5``: the 120 permutations of {0..4} in lexicographic order (token i = i-th permutation);
   the label is the composition ``(x o y)(i) = x[y[i]]``: apply y first, then x.
+
+A task is one entry of ``TASKS``: adding one touches nothing else (config's task.name accepts
+it, the model sizes its vocabulary from it, the trainer asks it whether Fourier measures apply).
+No torch import at module level: sweepgrok.config reads TASKS and stays light.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING, Literal
 
-import torch
-from torch import Tensor
+if TYPE_CHECKING:
+    from torch import Tensor
 
-from sweepgrok.config import TaskConfig
+    from sweepgrok.config import TaskConfig
+
+    ZpOp = Callable[[Tensor, Tensor, int], tuple[Tensor, Tensor, Tensor]]
+    """(a, b, p) -> the pairs kept and their labels."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """What sweepgrok needs to know about one task."""
+
+    table: Callable[[int], tuple[Tensor, Tensor]]
+    """All (a, b) operand pairs (M, 2) and their labels (M,), int64, given task.p."""
+    n_tokens: Callable[[int], int] = lambda p: p
+    """Operand values (= answer classes) given task.p; default p (Z_p)."""
+    needs_prime: bool = False
+    """task.p must be prime (an inverse must exist for every nonzero b)."""
+    cyclic: bool = True
+    """Operands are Z_p, so the Fourier concentration of the embeddings is measured."""
 
 
 @cache
@@ -33,30 +56,59 @@ def s5_compose(x: tuple[int, ...], y: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(x[y[i]] for i in range(len(y)))
 
 
+def _s5_table(_p: int) -> tuple[Tensor, Tensor]:
+    import torch
+
+    elems = s5_elements()
+    index = {e: i for i, e in enumerate(elems)}
+    pairs = [(i, j) for i in range(len(elems)) for j in range(len(elems))]
+    labels = [index[s5_compose(elems[i], elems[j])] for i, j in pairs]
+    return torch.tensor(pairs), torch.tensor(labels)
+
+
+def _zp_table(op: ZpOp) -> Callable[[int], tuple[Tensor, Tensor]]:
+    """The table of `op` over all pairs of Z_p (op may drop pairs: it returns a, b, labels)."""
+
+    def table(p: int) -> tuple[Tensor, Tensor]:
+        import torch
+
+        a, b = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
+        a, b, c = op(a.reshape(-1), b.reshape(-1), p)
+        return torch.stack([a, b], dim=1), c
+
+    return table
+
+
+def _div(a: Tensor, b: Tensor, p: int) -> tuple[Tensor, Tensor, Tensor]:
+    import torch
+
+    keep = b != 0
+    a, b = a[keep], b[keep]
+    inv = torch.tensor([pow(int(v), p - 2, p) for v in range(p)])  # Fermat: b^(p-2) = b^-1
+    return a, b, (a * inv[b]) % p
+
+
+TASKS: dict[str, Task] = {
+    "add": Task(_zp_table(lambda a, b, p: (a, b, (a + b) % p))),
+    "sub": Task(_zp_table(lambda a, b, p: (a, b, (a - b) % p))),
+    "mul": Task(_zp_table(lambda a, b, p: (a, b, (a * b) % p))),
+    "div": Task(_zp_table(_div), needs_prime=True),
+    "s5": Task(_s5_table, n_tokens=lambda _p: len(s5_elements()), cyclic=False),
+}
+"""Task name (task.name) -> its Task."""
+
+if TYPE_CHECKING:
+    TaskName = str
+else:
+    TaskName = Literal[tuple(TASKS)]
+"""The task names, as the Literal that config's task.name validates against."""
+
+
 def operation_table(name: str, p: int) -> tuple[Tensor, Tensor]:
     """All (a, b) pairs of the operation and their labels: (M, 2) and (M,) int64."""
-    if name == "s5":
-        elems = s5_elements()
-        index = {e: i for i, e in enumerate(elems)}
-        pairs = [(i, j) for i in range(len(elems)) for j in range(len(elems))]
-        labels = [index[s5_compose(elems[i], elems[j])] for i, j in pairs]
-        return torch.tensor(pairs), torch.tensor(labels)
-    a, b = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
-    a, b = a.reshape(-1), b.reshape(-1)
-    if name == "add":
-        c = (a + b) % p
-    elif name == "sub":
-        c = (a - b) % p
-    elif name == "mul":
-        c = (a * b) % p
-    elif name == "div":
-        keep = b != 0
-        a, b = a[keep], b[keep]
-        inv = torch.tensor([pow(int(v), p - 2, p) for v in range(p)])
-        c = (a * inv[b]) % p
-    else:
-        raise ValueError(f"unknown task {name!r}")
-    return torch.stack([a, b], dim=1), c
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}: one of {', '.join(TASKS)}")
+    return TASKS[name].table(p)
 
 
 @dataclass(frozen=True)
@@ -71,6 +123,8 @@ class Split:
 
 def with_eq(pairs: Tensor, eq_token: int) -> Tensor:
     """(M, 2) operand pairs -> (M, 3) sequences [a, b, =]."""
+    import torch
+
     eq = torch.full((pairs.shape[0], 1), eq_token, dtype=pairs.dtype)
     return torch.cat([pairs, eq], dim=1)
 
@@ -81,6 +135,8 @@ def make_split(cfg: TaskConfig, split_seed: int) -> Split:
     The permutation comes from a private generator, so the split never depends on the global
     RNG or on the init seed.
     """
+    import torch
+
     pairs, labels = operation_table(cfg.name, cfg.p)
     x = with_eq(pairs, cfg.n_tokens)
     g = torch.Generator().manual_seed(split_seed)

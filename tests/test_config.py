@@ -93,7 +93,7 @@ def test_sphere_implies_cosine_unembed_unless_set():
         ({"task.train_fraction": 0.0}, "task.train_fraction"),
         ({"model.d_model": 130, "model.n_heads": 4}, "divisible by model.n_heads"),
         ({"train.max_steps": -5}, "train.max_steps"),
-        ({"model.norm": "batchnorm"}, "'sphere'"),
+        ({"model.norm": "batchnorm"}, "none, layernorm, rmsnorm, sphere"),
         ({"task.pp": 3}, "unknown key 'task.pp'"),
         ({"bogus.key": 3}, "unknown key 'bogus.key'"),
         ({"optim.lr": "fast"}, "optim.lr"),

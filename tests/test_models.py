@@ -88,3 +88,14 @@ def test_uniform_attention_weights_are_one_third():
         block.w_q.normal_()
         block.w_k.normal_()
     assert torch.equal(before, model(x))
+
+
+def test_unknown_norm_kind_raises_instead_of_falling_back():
+    with pytest.raises(ValueError, match=r"unknown norm 'batchnorm': one of none, layernorm"):
+        Norm("batchnorm", 1, 4)
+    norm = Norm("rmsnorm", 1, 4)
+    h = torch.randn(1, 2, 4)
+    assert torch.allclose(norm(h).pow(2).mean(-1), torch.ones(1, 2), atol=1e-4)  # rmsnorm
+    norm.kind = "batchnorm"  # dispatch at call time does not fall into the rmsnorm branch
+    with pytest.raises(ValueError, match="unknown norm 'batchnorm'"):
+        norm(h)

@@ -1,9 +1,10 @@
 """Task tables and splits against hand-computed values (docs/statistics.md)."""
 
+import pytest
 import torch
 
-from sweepgrok.config import from_flat
-from sweepgrok.tasks import make_split, operation_table, s5_compose, s5_elements
+from sweepgrok.config import ConfigError, from_flat
+from sweepgrok.tasks import TASKS, Task, make_split, operation_table, s5_compose, s5_elements
 
 
 def _lookup(name, p):
@@ -48,3 +49,27 @@ def test_split_seeded_by_data_seed_only():
     assert (a.train_x[:, 2] == 11).all()  # the '=' token is p
     rows = {tuple(r) for r in a.train_x.tolist()} | {tuple(r) for r in a.test_x.tolist()}
     assert len(rows) == 121  # disjoint and complete
+
+
+def test_registry_drives_config_and_tables():
+    assert set(TASKS) == {"add", "sub", "mul", "div", "s5"}
+    assert from_flat({"task.name": "s5", "task.p": 7}).task.n_tokens == 120
+    assert from_flat({"task.name": "mul", "task.p": 7}).task.n_tokens == 7
+    assert [n for n, t in TASKS.items() if t.needs_prime] == ["div"]
+    assert [n for n, t in TASKS.items() if not t.cyclic] == ["s5"]
+    with pytest.raises(ConfigError, match=r"task\.name: must be one of add, sub, mul, div, s5"):
+        from_flat({"task.name": "pow"})
+    with pytest.raises(ValueError, match="unknown task 'pow'"):
+        operation_table("pow", 7)
+
+
+def test_a_new_task_is_one_registry_entry(monkeypatch):
+    """Config validation, the vocabulary and the split all read the task's TASKS entry."""
+    task = Task(lambda p: operation_table("sub", p), n_tokens=lambda p: p + 1, needs_prime=True)
+    monkeypatch.setitem(TASKS, "add", task)
+    cfg = from_flat({"task.name": "add", "task.p": 7}).task
+    assert cfg.spec is task and cfg.n_tokens == 8
+    split = make_split(cfg, 0)
+    assert (split.train_x[:, 2] == 8).all()  # the '=' token follows the task's vocabulary
+    with pytest.raises(ConfigError, match=r"task\.p must be prime for task\.name=add"):
+        from_flat({"task.name": "add", "task.p": 8})
