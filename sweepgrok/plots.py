@@ -1,8 +1,8 @@
 """Figures of a sweep, written as PNG files (the only module that imports seaborn/matplotlib).
 
-Every function takes the frames of sweepgrok.stats (metrics rows, the run summary) and a path,
-writes one PNG and returns its path. The Agg backend is forced: analysis runs on laptops and
-headless servers alike, never needing a display.
+Every function takes the frames of sweepgrok.stats (metrics rows, the run summary), or a search's
+trial values (``plot_objective``), and a path, writes one PNG and returns its path. The Agg
+backend is forced: analysis runs on laptops and headless servers alike, never needing a display.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 from scipy import stats as sps
 
 from sweepgrok import stats
@@ -341,3 +342,53 @@ def plot_all(
     if "deff" in metrics and metrics["deff"].notna().any():
         paths.append(deff_curves(metrics, summary, by, out / "deff.png", threshold))
     return paths
+
+
+def plot_objective(
+    values: Sequence[tuple[int, float, bool]],
+    path: str | Path,
+    *,
+    budget: int,
+    mode: str = "min",
+    title: str = "",
+) -> Path:
+    """A search: objective of each complete trial (dots), best so far (step line), budget (dashed).
+
+    `values` are (trial number, objective, censored). Censored trials (never grokked, or stopped
+    by the time cap) are drawn hollow so that a reader does not take them for grok times.
+    """
+    numbers = [n for n, _, _ in values]
+    ys = [v for _, v, _ in values]
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    grok = [(n, v) for n, v, c in values if not c]
+    cens = [(n, v) for n, v, c in values if c]
+    if grok:
+        ax.scatter(
+            [n for n, _ in grok],
+            [v for _, v in grok],
+            s=22,
+            color="C0",
+            label="grokked (median step)",
+        )
+    if cens:
+        ax.scatter(
+            [n for n, _ in cens],
+            [v for _, v in cens],
+            s=22,
+            facecolors="none",
+            edgecolors="C3",
+            label="censored (capped, or > budget)",
+        )
+    best: list[float] = []
+    for y in ys:
+        better = not best or (y < best[-1] if mode == "min" else y > best[-1])
+        best.append(y if better else best[-1])
+    if numbers:
+        ax.step(numbers, best, where="post", color="C2", label="best so far")
+    ax.axhline(budget, color="grey", linestyle="--", linewidth=1, label=f"budget {budget}")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("trial")
+    ax.set_ylabel("objective (steps)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="best")
+    return _save(fig, Path(path))

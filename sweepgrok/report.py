@@ -1,42 +1,22 @@
 """Turn sweep folders into a Markdown report with PNG figures and CSV tables.
 
-    python -m analysis.report SWEEP_DIR [SWEEP_DIR ...] --out DIR
-        [--by k1,k2] [--baseline k=v,...] [--threshold 0.95|0.99]
-
+Run as ``sweepgrok report SWEEP_DIR... --out DIR`` (or ``python -m analysis.report``, the same).
 Writes DIR/report.md, DIR/groups_<t>.csv (one per threshold), DIR/runs.csv (one row per run) and
 DIR/figures/*.png. Reads Parquet only (sweepgrok.stats, sweepgrok.plots): no Ray, no torch.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from sweepgrok import plots, stats
-from sweepgrok.cli_analyze import Format, render
+from sweepgrok.tables import Format, render
 
 THRESHOLDS = (0.95, 0.99)
-
-
-def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m analysis.report", description=__doc__)
-    ap.add_argument("sweep_dirs", nargs="+", type=Path, metavar="SWEEP_DIR")
-    ap.add_argument("--out", type=Path, required=True, help="report folder (created)")
-    ap.add_argument("--by", default=None, help="comma-separated config keys (default: varying)")
-    ap.add_argument("--baseline", default=None, help="baseline runs as key=value[,key=value]")
-    ap.add_argument(
-        "--threshold",
-        type=float,
-        choices=THRESHOLDS,
-        default=None,
-        help="test accuracy of grokking for the figures (both go in the tables); default: "
-        "the runs' train.grok_threshold when they share one, else 0.99",
-    )
-    return ap.parse_args(argv)
+"""Both go in the tables; the figures use one (the threshold asked for, else the runs' own)."""
 
 
 def _overview(summary: pd.DataFrame, dirs: Sequence[Path]) -> list[str]:
@@ -103,25 +83,3 @@ def build_report(
     report = out / "report.md"
     report.write_text("\n".join(lines))
     return report
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry: exit 2 with a message (no traceback) on bad input."""
-    args = _parse(argv)
-    missing = [d for d in args.sweep_dirs if not d.is_dir()]
-    if missing:
-        print(f"error: SWEEP_DIR {missing[0]} is not a folder", file=sys.stderr)
-        return 2
-    by = [k.strip() for k in args.by.split(",") if k.strip()] if args.by else None
-    try:
-        report = build_report(args.sweep_dirs, args.out, by, args.baseline, args.threshold)
-    except stats.AnalysisError as err:
-        flag = f"--{err.param}" if err.param else "SWEEP_DIR"
-        print(f"error: {flag}: {err}", file=sys.stderr)
-        return 2
-    print(f"wrote {report}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -18,7 +18,7 @@ A grid file (YAML)::
 
 Everything is validated before anything starts: every expanded trial goes through
 ``sweepgrok.config.from_flat``. The common pieces (``read_common`` and the ``read_*`` helpers)
-are shared with the Optuna search files (``sweepgrok.search``). No Ray import here.
+are shared with the Optuna search files (``sweepgrok.search_file``). No Ray import here.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ class GridSpec:
     """Dotted keys that take more than one value across the trials (table columns)."""
 
 
-# ---- common pieces (also used by sweepgrok.search) ------------------------------------------
+# ---- common pieces (also used by sweepgrok.search_file) -------------------------------------
 
 
 def read_sweep_doc(path: str | Path) -> dict[str, Any]:

@@ -39,7 +39,7 @@ def no_ray(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     def boom(*args: object, **kwargs: object) -> None:
         raise AssertionError("Ray must not start")
 
-    monkeypatch.setattr("sweepgrok.cli_launch.run", boom)
+    monkeypatch.setattr("sweepgrok.cli.launch.run", boom)
     yield ray_tmp
     assert not ray_tmp.exists()
     if "ray" in sys.modules:
@@ -122,7 +122,7 @@ def test_every_shipped_grid_validates() -> None:
 
 
 def test_an_empty_folder_is_not_refused(tmp_path: Path, no_ray: Path) -> None:
-    from sweepgrok.cli_launch import has_runs
+    from sweepgrok.sweepdir import has_runs
 
     (tmp_path / "runs" / "g" / "runs").mkdir(parents=True)
     assert not has_runs(tmp_path / "runs" / "g")

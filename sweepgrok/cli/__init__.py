@@ -1,11 +1,18 @@
-"""The `sweepgrok` command line. Heavy imports (torch, ray, optuna, seaborn) happen inside the
-command that needs them, so `sweepgrok --help` and `validate` stay fast."""
+"""The `sweepgrok` command line: one module per command, shared pieces in ``common``.
+
+Heavy imports (torch, ray, optuna, seaborn) happen inside the command that needs them, so
+`sweepgrok --help` and `validate` stay fast. Only this package imports Typer; the library
+never imports it.
+"""
 
 from __future__ import annotations
 
 import typer
 
+from sweepgrok.cli import analyze, common, launch, report, search, train, validate
+
 app = typer.Typer(
+    cls=common.PlainErrorGroup,
     add_completion=False,
     no_args_is_help=True,
     help="Run and analyse sweeps of grokking experiments.",
@@ -13,25 +20,16 @@ app = typer.Typer(
 )
 
 
-
 @app.callback()
 def main() -> None:
     """Run and analyse sweeps of grokking experiments (see `sweepgrok COMMAND --help`)."""
+    common.setup_logging()
 
 
-# Each command lives in its own module (cli_*.py) and is registered here, one line each.
-from sweepgrok.cli_train import train  # noqa: E402
-
-app.command()(train)
-from sweepgrok.cli_launch import launch  # noqa: E402
-
-app.command()(launch)
-from sweepgrok.cli_validate import validate  # noqa: E402
-
-app.command()(validate)
-from sweepgrok.cli_analyze import analyze  # noqa: E402
-
-app.command()(analyze)
-from sweepgrok.cli_search import search  # noqa: E402
-
-app.command()(search)
+# One line per command; each module's function of the same name is the command.
+app.command()(train.train)
+app.command()(launch.launch)
+app.command()(validate.validate)
+app.command()(analyze.analyze)
+app.command()(report.report)
+app.command()(search.search)
