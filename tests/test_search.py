@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 from typing import Any
@@ -259,6 +260,25 @@ def test_importances_guarded_when_too_few_trials(tmp_path):
     assert isinstance(S.importances(fake_study(spec, [1.0, 2.0])), str)
     imp = S.importances(fake_study(spec, [float(v) for v in (900, 300, 500, 700, 100, 650)]))
     assert isinstance(imp, dict) and set(imp) == {"geomdr.lambda_max", "geomdr.start_step"}
+
+
+def test_interrupted_trials_are_adopted_and_the_surplus_marked_failed_with_a_log(
+    caplog, monkeypatch
+):
+    from sweepgrok.tune.search import settle_interrupted
+
+    monkeypatch.setattr(logging.getLogger("sweepgrok"), "propagate", True)  # CLI turns it off
+    study = optuna.create_study(direction="minimize")
+    study.add_trial(optuna.trial.create_trial(value=1.0))  # finished in the first session
+    running = [study.ask()._trial_id for _ in range(3)]  # left RUNNING by an interrupted one
+    with caplog.at_level(logging.INFO, logger="sweepgrok"):
+        adopt, remaining = settle_interrupted(study, num_samples=3)
+    assert adopt == running[:2] and remaining == 2
+    states = [t.state.name for t in study.get_trials()]
+    assert states == ["COMPLETE", "RUNNING", "RUNNING", "FAIL"]
+    text = caplog.text
+    assert "re-running 2 trial(s)" in text and "marked 1 trial(s)" in text
+    assert "num_samples=3" in text
 
 
 def test_sampler_reseeds_on_resume():

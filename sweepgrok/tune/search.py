@@ -255,6 +255,32 @@ def zombie_trials(study: Any) -> list[int]:
     return [t._trial_id for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))]
 
 
+def settle_interrupted(study: Any, num_samples: int) -> tuple[list[int], int]:
+    """Trials an interrupted session left RUNNING: re-run them, or mark the surplus failed.
+
+    Returns (Optuna trial ids to adopt, trials still to run). WAITING (enqueued) trials are asked
+    first by the sampler: they count as to be run. More orphans than trials left happens when
+    --num-samples was lowered: those are marked FAIL, so the study ends at num_samples.
+    """
+    from optuna.trial import TrialState
+
+    orphans = zombie_trials(study)
+    remaining = max(0, num_samples - finished_count(study))
+    adopt, surplus = orphans[:remaining], orphans[remaining:]
+    if adopt:
+        log.info("re-running %d trial(s) an interrupted session left running", len(adopt))
+    for trial_id in surplus:
+        study._storage.set_trial_state_values(trial_id, TrialState.FAIL)
+    if surplus:
+        log.info(
+            "marked %d trial(s) an interrupted session left running as failed: the study "
+            "reaches num_samples=%d without them",
+            len(surplus),
+            num_samples,
+        )
+    return adopt, remaining
+
+
 def _meta(spec: SearchSpec) -> dict[str, Any]:
     return {
         "name": spec.name,
@@ -303,24 +329,7 @@ def run_search(
     try:
         searcher = build_searcher(spec, record)
         study = searcher.searcher._ot_study
-        adopt = zombie_trials(study)
-        # WAITING (enqueued) trials are asked first by the sampler: they count as to be run.
-        remaining = max(0, spec.num_samples - finished_count(study))
-        searcher.searcher._adopt = adopt[:remaining]
-        if adopt[:remaining]:
-            log.info(
-                "resuming %d trial(s) an interrupted session left running", len(adopt[:remaining])
-            )
-        orphans = adopt[remaining:]  # more orphans than trials left (num_samples lowered)
-        for extra in orphans:
-            study._storage.set_trial_state_values(extra, optuna.trial.TrialState.FAIL)
-        if orphans:
-            log.info(
-                "marked %d trial(s) left running by an interrupted session as failed: "
-                "num_samples %d is already reached without them",
-                len(orphans),
-                spec.num_samples,
-            )
+        searcher.searcher._adopt, remaining = settle_interrupted(study, spec.num_samples)
         if remaining == 0:
             return {"started": 0, "errored": 0}
         best = best_value(study)
