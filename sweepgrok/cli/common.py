@@ -147,8 +147,9 @@ Baseline = Annotated[
 ThresholdOption = Annotated[
     Threshold | None,
     typer.Option(
-        help="Test accuracy that defines grokking [default: the runs' train.grok_threshold "
-        "when they share 0.95 or 0.99, else 0.99]."
+        # Parentheses, not brackets: Typer's help reads [...] as rich markup and drops it.
+        help="Test accuracy that defines grokking (default: the runs' train.grok_threshold "
+        "when they share 0.95 or 0.99, else 0.99)."
     ),
 ]
 
