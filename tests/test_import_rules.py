@@ -5,6 +5,8 @@ sweepgrok/tune/, Optuna only in the study module and the Tune search module."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -79,3 +81,13 @@ def test_the_checker_sees_nested_and_dynamic_imports() -> None:
     )
     assert set(imported(source)) >= {"ray", "optuna.samplers", "sweepgrok.cli.common"}
     assert "typer" in imported("import typer as t")
+
+
+def test_the_cli_loads_no_heavy_package_before_a_command_runs() -> None:
+    code = (
+        "import sys, sweepgrok.cli; "
+        "heavy = ('ray', 'torch', 'optuna', 'matplotlib', 'pandas'); "
+        "bad = [m for m in heavy if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
