@@ -22,7 +22,8 @@ $(STAMP): pyproject.toml constraints.txt
 
 demo: $(STAMP)
 	$(BIN)/sweepgrok launch search_spaces/quickstart.yaml --storage runs --fresh
-	$(BIN)/sweepgrok analyze runs/quickstart --baseline model.norm=none --plots runs/quickstart/plots
+	$(BIN)/sweepgrok analyze runs/quickstart --by model.norm,model.attention \
+		--baseline model.norm=none,model.attention=softmax --plots runs/quickstart/plots
 
 lint: $(STAMP)
 	$(BIN)/ruff check sweepgrok tests benchmarks analysis

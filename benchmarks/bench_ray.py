@@ -4,7 +4,7 @@ Run: ``python -m benchmarks.bench_ray [--quick] [--trials 8] [--cpus 2]``.
 
 Both sides run the same expanded grid (``sweepgrok.spaces.load_grid`` of a generated grid file):
 tiny 1-layer Transformers on Z_11, a few dozen steps each, so almost all of the time is
-overhead. ``ray`` is ``sweepgrok.tune.launch.launch_grid`` (embedded Ray started and shut
+overhead. ``ray`` is ``sweepgrok.tune.grid.launch_grid`` (embedded Ray started and shut
 down, one CPU per trial, ``--cpus`` trials at once, rows to Parquet through the driver
 callback); ``loop`` calls ``sweepgrok.trainer.train`` on every trial in turn with one thread,
 writing the same Parquet through ``ParquetSink``. Printed: the ratio ray / loop (> 1 means Ray
@@ -47,7 +47,7 @@ def grid_file(folder: Path, n: int, cpus: int) -> Path:
 
 
 def run_ray(spec: GridSpec, sweep_dir: Path, cpus: int) -> float:
-    from sweepgrok.tune.launch import launch_grid  # imports ray
+    from sweepgrok.tune.grid import launch_grid  # imports ray
 
     t0 = time.perf_counter()
     outcome = launch_grid(spec, sweep_dir, num_cpus=cpus, live=False)

@@ -46,10 +46,6 @@ from sweepgrok.stats import (
     times_and_censoring,
 )
 
-NO_BASELINE = "no baseline in this stratum"
-"""What a group whose stratum holds no baseline group shows instead of a comparison."""
-
-
 # ---------------------------------------------------------------- the baseline
 
 

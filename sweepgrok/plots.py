@@ -1,8 +1,8 @@
 """Figures of a sweep, written as PNG files (the only module that imports seaborn/matplotlib).
 
-Every function takes the frames of sweepgrok.stats (metrics rows, the run summary) and a path,
-writes one PNG and returns its path. The Agg backend is forced: analysis runs on laptops and
-headless servers alike, never needing a display.
+Every function takes the frames of sweepgrok.stats (metrics rows, the run summary), or a search's
+trial values (``plot_objective``), and a path, writes one PNG and returns its path. The Agg
+backend is forced: analysis runs on laptops and headless servers alike, never needing a display.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 from scipy import stats as sps
 
 from sweepgrok import stats
@@ -160,7 +161,7 @@ def grok_time_distribution(
     rng = np.random.default_rng(0)  # jitter only; seeded so figures are reproducible
     n_grokked = n_censored = 0
     for y, (_, rows) in enumerate(groups):
-        times, censored = stats.times_and_censoring(rows, threshold)
+        times, censored = _drawable(*stats.times_and_censoring(rows, threshold))
         grok, cens = times[~censored], times[censored]
         n_grokked, n_censored = n_grokked + grok.size, n_censored + cens.size
         if grok.size:
@@ -195,7 +196,7 @@ def grok_time_distribution(
             )
     ax.set_yticks(range(len(order)), order)
     ax.set_ylim(len(order) - 0.5, -0.5)  # first group on top, as in the table
-    all_times = stats.times_and_censoring(summary, threshold)[0]
+    all_times = _drawable(*stats.times_and_censoring(summary, threshold))[0]
     log = bool(all_times.size) and all_times.max() > 20 * max(all_times.min(), 1.0)
     if log:
         ax.set_xscale("log")
@@ -289,6 +290,14 @@ def deff_curves(
     return _save(fig, path)
 
 
+def _drawable(times: np.ndarray, censored: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Times with +inf (a diverged run whose budget is unknown) drawn at the longest finite
+    time: the run is censored beyond every step shown, which is what the figure can say."""
+    finite = times[np.isfinite(times)]
+    edge = float(finite.max()) if finite.size else 1.0
+    return np.where(np.isfinite(times), times, edge), censored
+
+
 def survival_curves(
     summary: pd.DataFrame, by: Sequence[str], path: Path, threshold: float = 0.99
 ) -> Path:
@@ -297,7 +306,7 @@ def survival_curves(
     colors = _palette(order)
     fig, ax = plt.subplots(figsize=(10, 4.5))
     for (_, rows), label in zip(stats.iter_groups(summary, by), order, strict=True):
-        times, censored = stats.times_and_censoring(rows, threshold)
+        times, censored = _drawable(*stats.times_and_censoring(rows, threshold))
         data = sps.CensoredData(uncensored=times[~censored], right=times[censored])
         sf = sps.ecdf(data).sf
         x = np.r_[0.0, sf.quantiles, times.max()]
@@ -330,14 +339,73 @@ def plot_all(
 ) -> list[Path]:
     """Every figure that applies (heatmap: two or more keys; D_eff: geometry recorded)."""
     out = Path(out_dir)
+    paths = [accuracy_curves(metrics, summary, by, out / "accuracy.png")]
+    paths += plot_summary_figures(summary, by, out, threshold)
+    if "deff" in metrics and metrics["deff"].notna().any():
+        paths.append(deff_curves(metrics, summary, by, out / "deff.png", threshold))
+    return paths
+
+
+def plot_summary_figures(
+    summary: pd.DataFrame, by: Sequence[str], out_dir: Path, threshold: float = 0.99
+) -> list[Path]:
+    """The figures a run summary alone carries (no metrics/): grok times, survival, heatmap."""
+    out = Path(out_dir)
     paths = [
-        accuracy_curves(metrics, summary, by, out / "accuracy.png"),
         grok_time_distribution(summary, by, out / "grok_times.png", threshold),
         survival_curves(summary, by, out / "survival.png", threshold),
     ]
     keys = heatmap_keys(by)
     if keys is not None:
         paths.append(grok_heatmap(summary, keys[0], keys[1], out / "heatmap.png", threshold))
-    if "deff" in metrics and metrics["deff"].notna().any():
-        paths.append(deff_curves(metrics, summary, by, out / "deff.png", threshold))
     return paths
+
+
+def plot_objective(
+    values: Sequence[tuple[int, float, bool]],
+    path: str | Path,
+    *,
+    budget: int,
+    mode: str = "min",
+    title: str = "",
+) -> Path:
+    """A search: objective of each complete trial (dots), best so far (step line), budget (dashed).
+
+    `values` are (trial number, objective, censored). Censored trials (never grokked, or stopped
+    by the time cap) are drawn hollow so that a reader does not take them for grok times.
+    """
+    numbers = [n for n, _, _ in values]
+    ys = [v for _, v, _ in values]
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    grok = [(n, v) for n, v, c in values if not c]
+    cens = [(n, v) for n, v, c in values if c]
+    if grok:
+        ax.scatter(
+            [n for n, _ in grok],
+            [v for _, v in grok],
+            s=22,
+            color="C0",
+            label="grokked (median step)",
+        )
+    if cens:
+        ax.scatter(
+            [n for n, _ in cens],
+            [v for _, v in cens],
+            s=22,
+            facecolors="none",
+            edgecolors="C3",
+            label="censored (capped, or > budget)",
+        )
+    best: list[float] = []
+    for y in ys:
+        better = not best or (y < best[-1] if mode == "min" else y > best[-1])
+        best.append(y if better else best[-1])
+    if numbers:
+        ax.step(numbers, best, where="post", color="C2", label="best so far")
+    ax.axhline(budget, color="grey", linestyle="--", linewidth=1, label=f"budget {budget}")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("trial")
+    ax.set_ylabel("objective (steps)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="best")
+    return _save(fig, Path(path))

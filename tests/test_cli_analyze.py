@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from sweepgrok import stats
+from sweepgrok import comparisons, stats
 from sweepgrok.cli import app
 from sweepgrok.config import Config, flatten, update
 from sweepgrok.sink import ParquetSink
@@ -71,14 +70,16 @@ def invoke(*args: str | Path) -> tuple[int, str]:
 
 
 def message(out: str) -> str:
-    """An error message without rich's box drawing and line wrapping."""
-    return " ".join(re.sub("[\u2500-\u257f]", " ", out).split())
+    """The one error line (``error: <where>: <message>``); fails on anything else."""
+    lines = out.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), out
+    return lines[0]
 
 
 def test_table_is_the_default(sweep: Path) -> None:
     code, out = invoke(sweep, "--baseline", "model.norm=none")
     assert code == 0, out
-    assert "norm" in out and "KM median" in out and "log-rank p" in out
+    assert "norm" in out and "KM median" in out and "p (exact)" in out
     (sphere_line,) = [line for line in out.splitlines() if "sphere" in line]
     assert "3/3 100%" in sphere_line and "300" in sphere_line
     (none_line,) = [line for line in out.splitlines() if "│ none" in line]
@@ -89,11 +90,12 @@ def test_csv_matches_the_library(sweep: Path) -> None:
     code, out = invoke(sweep, "--format", "csv", "--baseline", "model.norm=none")
     assert code == 0, out
     table = pd.read_csv(io.StringIO(out)).set_index("model.norm")
-    expected = stats.analysis_table(stats.summarize_sweeps(sweep), None, "model.norm=none")
+    summary = stats.summarize_sweeps(sweep)
+    expected = comparisons.analysis_table(summary, None, "model.norm=none")
     expected = expected.set_index("model.norm")
     assert table.loc["none", "n_grokked"] == 2 and table.loc["sphere", "km_median"] == 300
     assert table.loc["none", "km_median"] == 900  # S(800)=2/3, S(900)=1/3; censored at 1000
-    for col in ("success_rate", "grok_median", "speedup", "logrank_p"):
+    for col in ("success_rate", "grok_median", "speedup", "p", "p_asymptotic"):
         assert table[col].tolist() == pytest.approx(expected[col].tolist(), nan_ok=True)
     assert table.loc["sphere", "speedup"] == 3.0  # 900 / 300
 
@@ -142,9 +144,9 @@ def test_several_sweeps_together(sweep: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (["--by", "model.nrom"], ["--by", "model.norm"]),
-        (["--threshold", "0.9"], ["--threshold", "0.95", "0.99"]),
-        (["--format", "xlsx"], ["--format", "markdown"]),
+        (["--by", "model.nrom"], ["error: --by: ", "model.norm"]),
+        (["--threshold", "0.9"], ["error: --threshold: ", "0.95", "0.99"]),
+        (["--format", "xlsx"], ["error: --format: ", "markdown"]),
         (["--baseline", "model.norm=rmsnorm"], ["--baseline", "none, sphere"]),
         (["--baseline", "model.norm"], ["--baseline", "key=value"]),
         (["--baseline", "optim.wd=1"], ["--baseline", "optim.weight_decay"]),
@@ -161,7 +163,9 @@ def test_missing_or_empty_folder_exits_2(tmp_path: Path) -> None:
     code, out = invoke(tmp_path / "nope")
     assert code == 2 and "does not exist" in message(out)
     code, out = invoke(tmp_path)
-    assert code == 2 and "not a sweep folder" in message(out)
+    assert code == 2 and message(out) == (
+        f"error: {tmp_path}: not a sweep folder (no runs/ or metrics/ inside)"
+    )
 
 
 def test_analyze_is_registered() -> None:
@@ -181,8 +185,29 @@ def test_report_script(
     text = (out / "report.md").read_text()
     assert "## Grokking at test accuracy >= 0.95" in text and "| sphere | 3/3 100%" in text
     assert (out / "figures" / "survival.png").is_file() and (out / "runs.csv").is_file()
+    capsys.readouterr()
     assert report.main([*argv, "--by", "model.nrom"]) == 2
-    assert "--by" in capsys.readouterr().err
+    assert message(capsys.readouterr().err).startswith("error: --by: ")
+    with pytest.raises(SystemExit) as exit_info:
+        report.main([*argv, "--threshold", "0.9"])
+    assert exit_info.value.code == 2
+    assert message(capsys.readouterr().err).startswith("error: argument --threshold: ")
+
+
+def test_report_command_writes_the_same_report(sweep: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    args = ["report", str(sweep), "--out", str(out), "--baseline", "model.norm=none"]
+    result = runner.invoke(app, [*args, "--threshold", "0.95"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == f"wrote {out / 'report.md'}"
+    text = (out / "report.md").read_text()
+    assert "| sphere | 3/3 100%" in text and "## Figures (grok = test accuracy >= 0.95)" in text
+    assert {p.name for p in out.iterdir()} >= {"runs.csv", "groups_95.csv", "groups_99.csv"}
+    assert (out / "figures" / "survival.png").is_file()
+    result = runner.invoke(app, ["report", str(sweep), "--out", str(out), "--by", "model.nrom"])
+    assert result.exit_code == 2 and message(result.output).startswith("error: --by: ")
+    result = runner.invoke(app, ["report", str(sweep)])
+    assert result.exit_code == 2 and "--out" in message(result.output)
 
 
 def test_threshold_defaults_to_the_runs_own(tmp_path: Path) -> None:

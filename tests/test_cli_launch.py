@@ -39,7 +39,7 @@ def no_ray(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     def boom(*args: object, **kwargs: object) -> None:
         raise AssertionError("Ray must not start")
 
-    monkeypatch.setattr("sweepgrok.cli_launch.run", boom)
+    monkeypatch.setattr("sweepgrok.cli.launch.run", boom)
     yield ray_tmp
     assert not ray_tmp.exists()
     if "ray" in sys.modules:
@@ -72,7 +72,7 @@ def test_bad_grid_exits_2_without_ray(
     path = grid_file(tmp_path, **doc)
     result = runner.invoke(app, ["launch", str(path)])
     assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
+    assert "Traceback" not in result.output and result.output.startswith("error: ")
     for word in words:
         assert word in result.output
     assert "grid.yaml" in result.output
@@ -122,7 +122,7 @@ def test_every_shipped_grid_validates() -> None:
 
 
 def test_an_empty_folder_is_not_refused(tmp_path: Path, no_ray: Path) -> None:
-    from sweepgrok.cli_launch import has_runs
+    from sweepgrok.sweepdir import has_runs
 
     (tmp_path / "runs" / "g" / "runs").mkdir(parents=True)
     assert not has_runs(tmp_path / "runs" / "g")
@@ -134,3 +134,28 @@ def test_resume_without_tune_state_is_refused(tmp_path: Path, no_ray: Path) -> N
     (tmp_path / "runs" / "g" / "runs" / "part-1.parquet").write_bytes(b"")
     result = runner.invoke(app, ["launch", str(path), "--resume"])
     assert result.exit_code == 2 and "no Ray Tune state" in result.output
+
+
+def test_verbose_lets_ray_worker_output_through(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sweepgrok.tune import grid
+
+    calls: list[dict[str, object]] = []
+    monkeypatch.setattr(grid.ray, "init", lambda **kwargs: calls.append(kwargs))
+    monkeypatch.setattr(grid, "QUIET_ENV", {})  # leave this process's environment alone
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    grid.start_ray(None, 1)
+    grid.start_ray(None, 1, verbose=True)
+    assert [c["log_to_driver"] for c in calls] == [False, True]
+    assert [c["logging_level"] for c in calls] == ["WARNING", "INFO"]
+
+
+def test_verbose_flag_and_the_sweepgrok_log_handler(tmp_path: Path, no_ray: Path) -> None:
+    import logging
+
+    logger = logging.getLogger("sweepgrok")
+    path = grid_file(tmp_path, seeds=[1])
+    result = runner.invoke(app, ["launch", str(path), "--dry-run"])
+    assert result.exit_code == 0 and logger.level == logging.INFO
+    result = runner.invoke(app, ["launch", str(path), "--dry-run", "--verbose"])
+    assert result.exit_code == 0 and logger.level == logging.DEBUG
+    assert len([h for h in logger.handlers if getattr(h, "_sweepgrok", False)]) == 1

@@ -124,3 +124,10 @@ def test_heatmap_with_null_values_and_no_grokking(tmp_path: Path) -> None:
     )
     path = plots.grok_heatmap(summary, "geomdr.target_dim", "geomdr.start_step", tmp_path / "h.png")
     assert_png(path)
+
+
+def test_search_objective_plot_writes_a_png(tmp_path: Path) -> None:
+    out = plots.plot_objective(
+        [(0, 300.0, False), (1, 1500.0, True)], tmp_path / "o.png", budget=1000
+    )
+    assert out.stat().st_size > 1000

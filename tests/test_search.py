@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sweepgrok import search as S
+from sweepgrok import objective
+from sweepgrok import study as S
 from sweepgrok.cli import app
 from sweepgrok.config import ConfigError, load_config
 from sweepgrok.search_file import load_search
@@ -151,28 +153,28 @@ def row(status: str, grok: int | None, steps: int, peak: float, budget: int = 10
 def test_censored_objective_is_finite_and_ordered():
     theta, budget = 0.99, 1000
     values = [
-        S.run_value(row("grokked", 200, 200, 1.0), "grok_step", theta, budget),
-        S.run_value(row("completed", 900, 1000, 1.0), "grok_step", theta, budget),
-        S.run_value(row("censored", None, 1000, 0.9), "grok_step", theta, budget),
-        S.run_value(row("censored", None, 1000, 0.5), "grok_step", theta, budget),
-        S.run_value(row("censored", None, 1000, float("nan")), "grok_step", theta, budget),
-        S.run_value(row("diverged", None, 300, float("nan")), "grok_step", theta, budget),
+        objective.run_value(row("grokked", 200, 200, 1.0), "grok_step", theta, budget),
+        objective.run_value(row("completed", 900, 1000, 1.0), "grok_step", theta, budget),
+        objective.run_value(row("censored", None, 1000, 0.9), "grok_step", theta, budget),
+        objective.run_value(row("censored", None, 1000, 0.5), "grok_step", theta, budget),
+        objective.run_value(row("censored", None, 1000, float("nan")), "grok_step", theta, budget),
+        objective.run_value(row("diverged", None, 300, float("nan")), "grok_step", theta, budget),
     ]
     assert all(math.isfinite(v) for v in values)
-    assert values == sorted(values) and values[-1] == S.worst_value(budget, theta)
+    assert values == sorted(values) and values[-1] == objective.worst_value(budget, theta)
     assert values[2] == pytest.approx(budget * (1 + theta - 0.9))  # the documented formula
     assert values[0] == 200 and values[2] > budget
 
 
 def test_a_capped_run_scores_above_its_cap_but_below_a_budget_failure():
-    capped = S.run_value(row("censored", None, 300, 0.5), "grok_step", 0.99, 1000)
-    failure = S.run_value(row("censored", None, 1000, 0.5), "grok_step", 0.99, 1000)
+    capped = objective.run_value(row("censored", None, 300, 0.5), "grok_step", 0.99, 1000)
+    failure = objective.run_value(row("censored", None, 1000, 0.5), "grok_step", 0.99, 1000)
     assert 300 < capped < failure
 
 
 def test_trial_value_is_the_median_over_seeds():
-    assert S.trial_value([300, 5000, 400]) == 400
-    assert S.trial_value([300, 500]) == 400
+    assert objective.trial_value([300, 5000, 400]) == 400
+    assert objective.trial_value([300, 500]) == 400
 
 
 # ---- the time cap --------------------------------------------------------------------------
@@ -183,18 +185,18 @@ def metrics(step: int, accs: dict[str, float]) -> list[dict]:
 
 
 def test_time_cap_one_seed():
-    p = S.TrialProgress(["a"], "grok_step", 0.99, 1000)
+    p = objective.TrialProgress(["a"], "grok_step", 0.99, 1000)
     p.observe(metrics(250, {"a": 0.4}))
     assert p.lower_bound(250) == 250 and p.to_cap(250, best=300, margin=1.0) == []
     p.observe(metrics(300, {"a": 0.5}))
     assert p.to_cap(300, best=300, margin=1.0) == ["a"] and p.capped_at == 300
-    p2 = S.TrialProgress(["a"], "grok_step", 0.99, 1000)
+    p2 = objective.TrialProgress(["a"], "grok_step", 0.99, 1000)
     assert p2.to_cap(5000, best=None, margin=1.0) == []
     assert p2.to_cap(300, best=300, margin=1.5) == []  # the margin delays the cap
 
 
 def test_time_cap_median_of_three_seeds():
-    p = S.TrialProgress(["a", "b", "c"], "grok_step", 0.99, 1000)
+    p = objective.TrialProgress(["a", "b", "c"], "grok_step", 0.99, 1000)
     p.observe(metrics(100, {"a": 1.0, "b": 0.3, "c": 0.2}))
     p.finish([{**row("grokked", 100, 100, 1.0), "run_id": "a"}])
     # bounds (100, 200, 200): median 200 < best 250 -> keep going
@@ -206,9 +208,9 @@ def test_time_cap_median_of_three_seeds():
 
 
 def test_progress_state_round_trips():
-    p = S.TrialProgress(["a", "b"], "grok_step", 0.99, 1000)
+    p = objective.TrialProgress(["a", "b"], "grok_step", 0.99, 1000)
     p.observe(metrics(50, {"a": 0.995, "b": 0.1}))
-    q = S.TrialProgress(["a", "b"], "grok_step", 0.99, 1000)
+    q = objective.TrialProgress(["a", "b"], "grok_step", 0.99, 1000)
     q.load(p.state())
     assert q.runs == p.runs and q.lower_bound(60) == p.lower_bound(60)
 
@@ -223,12 +225,12 @@ def test_compute_saved_counts_capped_runs_at_their_budget():
         row("censored", None, 1000, 0.4),  # ran its budget: not capped
         row("diverged", None, 120, 0.1),
     ]
-    out = S.compute_saved(rows)
+    out = objective.compute_saved(rows)
     assert out["capped_runs"] == 1 and out["runs"] == 4
     assert out["steps_run"] == 300 + 300 + 1000 + 120
     assert out["steps_without_cap"] == 300 + 1000 + 1000 + 120
     assert out["saved_fraction"] == pytest.approx(1 - 1720 / 2420, abs=1e-4)
-    assert S.compute_saved([])["saved_fraction"] == 0.0
+    assert objective.compute_saved([])["saved_fraction"] == 0.0
 
 
 # ---- results, without Ray ------------------------------------------------------------------
@@ -260,11 +262,23 @@ def test_importances_guarded_when_too_few_trials(tmp_path):
     assert isinstance(imp, dict) and set(imp) == {"geomdr.lambda_max", "geomdr.start_step"}
 
 
-def test_plot_writes_a_png(tmp_path):
-    from sweepgrok.search_plots import plot_objective
+def test_interrupted_trials_are_adopted_and_the_surplus_marked_failed_with_a_log(
+    caplog, monkeypatch
+):
+    from sweepgrok.tune.search import settle_interrupted
 
-    out = plot_objective([(0, 300.0, False), (1, 1500.0, True)], tmp_path / "o.png", budget=1000)
-    assert out.stat().st_size > 1000
+    monkeypatch.setattr(logging.getLogger("sweepgrok"), "propagate", True)  # CLI turns it off
+    study = optuna.create_study(direction="minimize")
+    study.add_trial(optuna.trial.create_trial(value=1.0))  # finished in the first session
+    running = [study.ask()._trial_id for _ in range(3)]  # left RUNNING by an interrupted one
+    with caplog.at_level(logging.INFO, logger="sweepgrok"):
+        adopt, remaining = settle_interrupted(study, num_samples=3)
+    assert adopt == running[:2] and remaining == 2
+    states = [t.state.name for t in study.get_trials()]
+    assert states == ["COMPLETE", "RUNNING", "RUNNING", "FAIL"]
+    text = caplog.text
+    assert "re-running 2 trial(s)" in text and "marked 1 trial(s)" in text
+    assert "num_samples=3" in text
 
 
 def test_sampler_reseeds_on_resume():

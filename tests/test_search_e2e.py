@@ -24,7 +24,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sweepgrok import search as S
+from sweepgrok import objective
+from sweepgrok import study as S
 from sweepgrok.config import load_config
 from sweepgrok.events import RunTracker, end_status, run_row
 from sweepgrok.search_file import load_search
@@ -150,7 +151,7 @@ def search_file(tmp_path: Path, **search: Any) -> Path:
 
 def run_synthetic(path: Path, delay: float = 0.0, enqueue: list[dict] | None = None) -> Any:
     """One session of the search file's study, on the synthetic trainer."""
-    from sweepgrok.tune.optuna import run_search
+    from sweepgrok.tune.search import run_search
 
     _ship_by_value()
     spec = load_search(path)
@@ -210,7 +211,7 @@ def test_time_cap_stops_a_slow_trial_at_the_best_time(tmp_path, ray_env):
     peak, theta = capped["peak_test_acc"], spec.threshold
     assert t1.user_attrs["capped_at"] == 100
     assert t1.value == pytest.approx(100 + spec.budget * (theta - peak)) and t1.value > 100
-    saved = S.compute_saved(read_runs(sweep_dir).to_dict("records"))
+    saved = objective.compute_saved(read_runs(sweep_dir).to_dict("records"))
     assert (saved["steps_run"], saved["steps_without_cap"], saved["capped_runs"]) == (200, 3100, 1)
 
 

@@ -53,7 +53,7 @@ def assert_exactly_once(sweep_dir: Path, n_runs: int) -> Any:
 
 
 def launch_in_process(grid: Path, sweep_dir: Path, **kw: Any) -> Any:
-    from sweepgrok.tune.launch import launch_grid
+    from sweepgrok.tune.grid import launch_grid
 
     return launch_grid(load_grid(grid), sweep_dir, num_cpus=2, live=False, **kw)
 

@@ -136,13 +136,14 @@ class ParquetCallback(tune.Callback):
         return bool(len(hit)) and hit["status"].iloc[-1] != "failed"
 
     def close(self, trials: Sequence[Any] = ()) -> None:
-        """Flush everything and stop the live view (idempotent)."""
+        """Flush everything, stop the live view, log what was pruned (idempotent)."""
         self.sink.flush()
         self.pruner.prune(force=True)
         if self._view is not None:
             self._refresh(trials)
             self._view.stop()
             self._view = None
+        self.pruner.report()
 
     def _refresh(self, trials: Sequence[Any]) -> None:
         if self._view is None:

@@ -15,10 +15,13 @@ Works for storage on a local or shared (NFS) filesystem; with other storage noth
 
 from __future__ import annotations
 
+import logging
 import shutil
 import time
 from collections.abc import Iterable
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 _PERIOD_S = 1.0  # at most one scan per second (Tune calls on_step_end very often)
 
@@ -31,6 +34,7 @@ class CheckpointPruner:
         self._registered: dict[Path, list[tuple[int, Path]]] = {}  # trial dir -> (ns, ckpt)
         self._completed: dict[Path, int] = {}
         self._last_scan = 0.0
+        self.pruned = 0  # checkpoint folders deleted since the last report()
 
     def on_checkpoint(self, checkpoint_path: str | Path) -> None:
         path = Path(checkpoint_path)
@@ -53,17 +57,32 @@ class CheckpointPruner:
         snap = self.snapshot_ns()
         for trial_dir, done in list(self._completed.items()):
             if done < snap:
-                _remove(sorted(trial_dir.glob("checkpoint_*")))
+                self._remove(trial_dir, sorted(trial_dir.glob("checkpoint_*")), "it completed")
                 self._completed.pop(trial_dir)
                 self._registered.pop(trial_dir, None)
         for trial_dir, seen in self._registered.items():
             safe = [path for ns, path in seen if ns < snap]
             if safe:
                 newest_safe = safe[-1].name
-                _remove(p for p in trial_dir.glob("checkpoint_*") if p.name < newest_safe)
+                old = [p for p in trial_dir.glob("checkpoint_*") if p.name < newest_safe]
+                self._remove(trial_dir, old, f"superseded by {newest_safe}")
                 self._registered[trial_dir] = [(ns, p) for ns, p in seen if p.name >= newest_safe]
 
+    def _remove(self, trial_dir: Path, paths: Iterable[Path], why: str) -> None:
+        removed = [path for path in paths if path.exists()]
+        for path in removed:
+            shutil.rmtree(path, ignore_errors=True)
+        if removed:
+            self.pruned += len(removed)
+            log.debug("pruned %d checkpoint(s) of %s: %s", len(removed), trial_dir.name, why)
 
-def _remove(paths: Iterable[Path]) -> None:
-    for path in paths:
-        shutil.rmtree(path, ignore_errors=True)
+    def report(self) -> None:
+        """Log (INFO) how many checkpoints were deleted since the last report, if any."""
+        if self.pruned:
+            log.info(
+                "pruned %d trial checkpoint(s) that Tune's saved experiment state no longer "
+                "needs (in %s)",
+                self.pruned,
+                self.tune_dir,
+            )
+            self.pruned = 0

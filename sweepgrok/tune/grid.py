@@ -20,6 +20,8 @@ from sweepgrok.spaces import GridSpec, Resources
 from sweepgrok.tune.callback import TUNE_DIR, ParquetCallback
 from sweepgrok.tune.trainable import FAIL_ONCE_ENV, trainable
 
+log = logging.getLogger(__name__)
+
 # Quiet by default: no usage stats, no per-trial CSV/JSON/TensorBoard files (our Parquet is the
 # record), deduplicated worker logs. setdefault: the user's environment wins.
 QUIET_ENV = {
@@ -58,17 +60,25 @@ def can_resume(sweep_dir: str | Path) -> bool:
     return tune.Tuner.can_restore(str(tune_dir(sweep_dir)))
 
 
-def start_ray(address: str | None, num_cpus: int | None = None) -> None:
-    """Connect to `address` (or $RAY_ADDRESS), else start an embedded local Ray."""
+def start_ray(address: str | None, num_cpus: int | None = None, verbose: bool = False) -> None:
+    """Connect to `address` (or $RAY_ADDRESS), else start an embedded local Ray.
+
+    Quiet unless `verbose`: then the trial workers' output reaches the terminal and Ray / Tune
+    log at INFO (the environment defaults of QUIET_ENV stay: they only drop files we never read).
+    """
     for key, value in QUIET_ENV.items():
         os.environ.setdefault(key, value)
     for name in QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(logging.ERROR)
+        logging.getLogger(name).setLevel(logging.INFO if verbose else logging.ERROR)
     env = {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}
     runtime_env = {"env_vars": env} if env else None
     address = address or os.environ.get("RAY_ADDRESS") or None
-    common: dict[str, Any] = {"log_to_driver": False, "logging_level": "WARNING"}
+    common: dict[str, Any] = {
+        "log_to_driver": verbose,
+        "logging_level": "INFO" if verbose else "WARNING",
+    }
     if address:
+        log.info("connecting to the Ray cluster at %s", address)
         ray.init(address=address, runtime_env=runtime_env, **common)
         return
     # "local" forces a fresh embedded Ray even if another cluster runs on this machine.
@@ -162,13 +172,18 @@ def launch_grid(
     resume: bool = False,
     num_cpus: int | None = None,
     live: bool = True,
+    verbose: bool = False,
 ) -> Outcome:
-    """Run (or, with `resume`, restore and finish) a grid's trials; rows land in sweep_dir."""
+    """Run (or, with `resume`, restore and finish) a grid's trials; rows land in sweep_dir.
+
+    `verbose` lets Ray's worker output through (see start_ray).
+    """
     s = spec.settings
     callback = ParquetCallback(sweep_dir, s.name, len(spec.trials), live=live)
-    start_ray(address, num_cpus)
+    start_ray(address, num_cpus, verbose=verbose)
     try:
         if resume and can_resume(sweep_dir):
+            log.info("restoring the Ray Tune experiment in %s", tune_dir(sweep_dir))
             tuner = restore_tuner(sweep_dir, s.resources, callback)
         else:
             tuner = build_tuner(

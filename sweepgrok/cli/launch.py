@@ -6,7 +6,6 @@ user mistake costs no Ray start-up and shows no traceback (exit code 2).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,24 +14,24 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from sweepgrok.cli.common import (
+    Address,
+    Fresh,
+    MaxConcurrent,
+    Resume,
+    Storage,
+    Verbose,
+    check_resume_fresh,
+    fail,
+    setup_logging,
+)
 from sweepgrok.config import ConfigError
 from sweepgrok.spaces import GridSpec, load_grid, read_sweep_doc
+from sweepgrok.sweepdir import keep_sweep_file, prepare_grid_folder
 
 console = Console()
 SHORT = {"weight_decay": "wd", "attention": "attn", "target_dim": "d*", "start_step": "t_s"}
 """Column headers of the run table for long key names."""
-
-
-def fail(message: str) -> typer.Exit:
-    """Print a user-facing error (no traceback) and return the exit-2 exception to raise."""
-    Console(stderr=True).print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
-    return typer.Exit(code=2)
-
-
-def has_runs(sweep_dir: Path) -> bool:
-    """A sweep folder that already holds rows or Tune state (so a new launch would mix in)."""
-    parts = any(any((sweep_dir / k).glob("*.parquet")) for k in ("runs", "metrics"))
-    return parts or (sweep_dir / "tune").exists()
 
 
 def _cell(value: Any) -> str:
@@ -85,47 +84,21 @@ def runs_table(sweep_dir: Path, varying: list[str], sweep: str = "") -> Table:
     return table
 
 
-def prepare_folder(sweep_dir: Path, *, resume: bool, fresh: bool) -> None:
-    """--fresh deletes the sweep folder; otherwise refuse to mix a new sweep into old rows."""
-    if fresh and sweep_dir.exists():
-        shutil.rmtree(sweep_dir)
-    elif not resume and has_runs(sweep_dir):
-        raise fail(
-            f"{sweep_dir} already holds a sweep: pass --resume to finish it, or --fresh to "
-            "delete it and start over"
-        )
-    elif resume and has_runs(sweep_dir) and not (sweep_dir / "tune" / "tuner.pkl").exists():
-        # New trials would get new run ids and count every finished run twice.
-        raise fail(f"{sweep_dir} holds rows but no Ray Tune state to resume from (tune/)")
-
-
 def launch(
     grid: Annotated[Path, typer.Argument(help="Grid file (YAML) to run.", show_default=False)],
-    address: Annotated[
-        str | None,
-        typer.Option(
-            help="Ray cluster address (default: $RAY_ADDRESS, else an embedded local Ray)."
-        ),
-    ] = None,
-    storage: Annotated[
-        Path | None, typer.Option(help="Root of sweep folders (overrides the file's storage).")
-    ] = None,
-    max_concurrent: Annotated[
-        int | None, typer.Option(min=1, help="Cap on trials running at once.")
-    ] = None,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Finish an interrupted sweep (restore Tune state).")
-    ] = False,
+    address: Address = None,
+    storage: Storage = None,
+    max_concurrent: MaxConcurrent = None,
+    resume: Resume = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the trial table; start nothing.")
     ] = False,
-    fresh: Annotated[
-        bool, typer.Option("--fresh", help="Delete an existing sweep folder of this name first.")
-    ] = False,
+    fresh: Fresh = False,
+    verbose: Verbose = False,
 ) -> None:
     """Run every trial of a grid file on Ray Tune; rows land in <storage>/<name>/ Parquet."""
-    if resume and fresh:
-        raise fail("--resume and --fresh exclude each other")
+    check_resume_fresh(resume, fresh)
+    setup_logging(verbose)
     try:
         if "search" in read_sweep_doc(grid):
             raise ConfigError(
@@ -139,8 +112,11 @@ def launch(
         console.print(trial_table(spec))
         console.print(f"sweep folder: {sweep_dir}")
         return
-    prepare_folder(sweep_dir, resume=resume, fresh=fresh)
-    outcome = run(spec, sweep_dir, address, max_concurrent, resume)
+    try:
+        prepare_grid_folder(sweep_dir, resume=resume, fresh=fresh)
+    except ConfigError as err:
+        raise fail(str(err)) from None
+    outcome = run(spec, sweep_dir, address, max_concurrent, resume, verbose)
     console.print(runs_table(sweep_dir, spec.varying, spec.settings.name))
     if outcome.unfinished or outcome.errored:
         console.print(
@@ -151,15 +127,22 @@ def launch(
 
 
 def run(
-    spec: GridSpec, sweep_dir: Path, address: str | None, max_concurrent: int | None, resume: bool
+    spec: GridSpec,
+    sweep_dir: Path,
+    address: str | None,
+    max_concurrent: int | None,
+    resume: bool,
+    verbose: bool = False,
 ) -> Any:
     """Start Ray (embedded or cluster) and run the trials; keep the grid beside the rows."""
-    from sweepgrok.tune.launch import launch_grid
+    from sweepgrok.tune.grid import launch_grid
 
-    sweep_dir.mkdir(parents=True, exist_ok=True)
-    copy = sweep_dir / "sweep.yaml"
-    if not copy.exists():
-        shutil.copyfile(spec.settings.source, copy)
+    keep_sweep_file(spec.settings.source, sweep_dir)
     return launch_grid(
-        spec, sweep_dir, address=address, max_concurrent=max_concurrent, resume=resume
+        spec,
+        sweep_dir,
+        address=address,
+        max_concurrent=max_concurrent,
+        resume=resume,
+        verbose=verbose,
     )

@@ -8,7 +8,6 @@ file has been validated and the sweep folder checked: a user mistake exits 2, wr
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,9 +15,20 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from sweepgrok.cli_launch import fail, has_runs
+from sweepgrok.cli.common import (
+    Address,
+    Fresh,
+    MaxConcurrent,
+    Resume,
+    Storage,
+    Verbose,
+    check_resume_fresh,
+    fail,
+    setup_logging,
+)
 from sweepgrok.config import ConfigError
 from sweepgrok.search_file import SearchSpec, load_search
+from sweepgrok.sweepdir import keep_sweep_file, prepare_search_folder
 
 console = Console()
 
@@ -89,57 +99,19 @@ def _dashboard_arg(sweep_dir: Path) -> str:
     return f"sqlite:///{db}" if db.exists() else str(sweep_dir / "optuna.journal")
 
 
-def study_record(spec: SearchSpec, sweep_dir: Path, *, resume: bool) -> dict[str, Any]:
-    """The study to use: the folder's own on --resume, else a new uniquely named one.
-
-    Raises the exit-2 error when the folder holds another sweep or a changed search.
-    """
-    from sweepgrok.search import fingerprint, new_study_record, read_study_record
-
-    record = read_study_record(sweep_dir)
-    if record is None:
-        if has_runs(sweep_dir):
-            raise fail(
-                f"{sweep_dir} holds a sweep that is not an Optuna search: use --fresh "
-                "to delete it, or another name / --storage"
-            )
-        return new_study_record(spec, sweep_dir)
-    if not resume:
-        raise fail(
-            f"{sweep_dir} already holds study {record['study_name']}: pass --resume to "
-            "continue it, or --fresh to delete it and start over"
-        )
-    if record.get("fingerprint") != fingerprint(spec):
-        raise fail(
-            f"{spec.settings.source}: base, search.space, metric or mode changed since "
-            f"study {record['study_name']} began: --fresh starts a new study"
-        )
-    return record
-
-
 def search(
     search_file: Annotated[
         Path, typer.Argument(metavar="SEARCH.yaml", help="Search file (YAML).", show_default=False)
     ],
-    address: Annotated[
-        str | None,
-        typer.Option(help="Ray cluster address (default: $RAY_ADDRESS, else an embedded Ray)."),
-    ] = None,
-    storage: Annotated[
-        Path | None, typer.Option(help="Root of sweep folders (overrides the file's storage).")
-    ] = None,
+    address: Address = None,
+    storage: Storage = None,
     num_samples: Annotated[
         int | None, typer.Option(min=1, help="Trials in the study (a --resume tops up to it).")
     ] = None,
-    max_concurrent: Annotated[
-        int | None, typer.Option(min=1, help="Trials running at once.")
-    ] = None,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Continue this sweep's study (same name, storage).")
-    ] = False,
-    fresh: Annotated[
-        bool, typer.Option("--fresh", help="Delete an existing sweep folder of this name first.")
-    ] = False,
+    max_concurrent: MaxConcurrent = None,
+    resume: Resume = False,
+    fresh: Fresh = False,
+    verbose: Verbose = False,
 ) -> None:
     """Search config keys (GeomDR schedule, ...) with Optuna for the fastest grokking.
 
@@ -147,20 +119,18 @@ def search(
 
     Writes <sweep>/best_trial.yaml, search_summary.json, objective.png; the study is optuna.db.
     """
-    if resume and fresh:
-        raise fail("--resume and --fresh exclude each other")
+    check_resume_fresh(resume, fresh)
+    setup_logging(verbose)
     try:
         spec = load_search(search_file).with_overrides(
             num_samples=num_samples, max_concurrent=max_concurrent
         )
+        sweep_dir = spec.sweep_dir(storage)
+        record = prepare_search_folder(spec, sweep_dir, resume=resume, fresh=fresh)
     except ConfigError as err:
         raise fail(str(err)) from None
-    sweep_dir = spec.sweep_dir(storage)
-    if fresh and sweep_dir.exists():
-        shutil.rmtree(sweep_dir)
-    record = study_record(spec, sweep_dir, resume=resume)
-    outcome = run(spec, sweep_dir, record, address)
-    from sweepgrok.search import finish, finished_count
+    outcome = run(spec, sweep_dir, record, address, verbose)
+    from sweepgrok.study import finish, finished_count
 
     results = finish(spec, sweep_dir, record)
     print_results(spec, sweep_dir, results)
@@ -173,13 +143,17 @@ def search(
         raise typer.Exit(code=1)
 
 
-def run(spec: SearchSpec, sweep_dir: Path, record: dict[str, Any], address: str | None) -> Any:
+def run(
+    spec: SearchSpec,
+    sweep_dir: Path,
+    record: dict[str, Any],
+    address: str | None,
+    verbose: bool = False,
+) -> Any:
     """Persist the study record and a copy of the search file, then run the trials."""
-    from sweepgrok.search import write_study_record
-    from sweepgrok.tune.optuna import run_search
+    from sweepgrok.study import write_study_record
+    from sweepgrok.tune.search import run_search
 
     write_study_record(sweep_dir, record)
-    copy = sweep_dir / "sweep.yaml"
-    if not copy.exists():
-        shutil.copyfile(spec.settings.source, copy)
-    return run_search(spec, sweep_dir, record, address=address)
+    keep_sweep_file(spec.settings.source, sweep_dir)
+    return run_search(spec, sweep_dir, record, address=address, verbose=verbose)

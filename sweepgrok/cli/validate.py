@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from sweepgrok.cli_launch import fail
+from sweepgrok.cli.common import fail
 from sweepgrok.config import SECTIONS, ConfigError, load_config, read_yaml
 from sweepgrok.spaces import is_grid_doc, load_grid
 

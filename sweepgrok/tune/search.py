@@ -1,6 +1,7 @@
 """Ray side of `sweepgrok search`: OptunaSearch on a persistent study, with an exact time cap.
 
-Pieces (the objective and cap rules are pure functions in ``sweepgrok.search``):
+Pieces (the objective and cap rules are pure functions in ``sweepgrok.objective``, the study's
+storage and sampler in ``sweepgrok.study``):
 
 - ``StudySearch``: Ray's ``OptunaSearch`` on the sweep's study. It nests the sampled dotted keys
   under the trial's ``cfg`` (the grid trainable's layout), numbers trials by their Optuna trial
@@ -18,6 +19,7 @@ Pieces (the objective and cap rules are pure functions in ``sweepgrok.search``):
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -29,21 +31,18 @@ from ray.tune.search import ConcurrencyLimiter
 from ray.tune.search.optuna import OptunaSearch
 
 from sweepgrok.config import ConfigError, from_flat
-from sweepgrok.search import (
-    FINAL,
-    OBJECTIVE,
-    TrialProgress,
+from sweepgrok.objective import FINAL, OBJECTIVE, TrialProgress, worst_value
+from sweepgrok.search_file import SearchSpec
+from sweepgrok.study import (
     best_value,
     finished_count,
     make_sampler,
     open_storage,
     optuna_space,
     trials_in,
-    worst_value,
 )
-from sweepgrok.search_file import SearchSpec
 from sweepgrok.tune.callback import ParquetCallback
-from sweepgrok.tune.launch import TUNE_DIR, start_ray, trial_dirname
+from sweepgrok.tune.grid import TUNE_DIR, start_ray, trial_dirname
 from sweepgrok.tune.trainable import (
     Reporter,
     run_ids_for,
@@ -51,6 +50,8 @@ from sweepgrok.tune.trainable import (
     set_threads,
     trial_extra,
 )
+
+log = logging.getLogger(__name__)
 
 PROGRESS_FILE = "search_progress.json"
 """Written into each trial checkpoint beside the trainer state: the objective bookkeeping."""
@@ -254,6 +255,32 @@ def zombie_trials(study: Any) -> list[int]:
     return [t._trial_id for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))]
 
 
+def settle_interrupted(study: Any, num_samples: int) -> tuple[list[int], int]:
+    """Trials an interrupted session left RUNNING: re-run them, or mark the surplus failed.
+
+    Returns (Optuna trial ids to adopt, trials still to run). WAITING (enqueued) trials are asked
+    first by the sampler: they count as to be run. More orphans than trials left happens when
+    --num-samples was lowered: those are marked FAIL, so the study ends at num_samples.
+    """
+    from optuna.trial import TrialState
+
+    orphans = zombie_trials(study)
+    remaining = max(0, num_samples - finished_count(study))
+    adopt, surplus = orphans[:remaining], orphans[remaining:]
+    if adopt:
+        log.info("re-running %d trial(s) an interrupted session left running", len(adopt))
+    for trial_id in surplus:
+        study._storage.set_trial_state_values(trial_id, TrialState.FAIL)
+    if surplus:
+        log.info(
+            "marked %d trial(s) an interrupted session left running as failed: the study "
+            "reaches num_samples=%d without them",
+            len(surplus),
+            num_samples,
+        )
+    return adopt, remaining
+
+
 def _meta(spec: SearchSpec) -> dict[str, Any]:
     return {
         "name": spec.name,
@@ -288,24 +315,21 @@ def run_search(
     num_cpus: int | None = None,
     live: bool = True,
     train_fn: Any = None,
+    verbose: bool = False,
 ) -> dict[str, int]:
     """Run the study up to spec.num_samples trials; returns {"started": n, "errored": n}.
 
-    `train_fn` replaces sweepgrok.trainer.train inside the trials (tests: a synthetic trainer).
+    `train_fn` replaces sweepgrok.trainer.train inside the trials (tests: a synthetic trainer);
+    `verbose` lets Ray's worker output and Optuna's per-trial log lines through.
     """
     import optuna
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    start_ray(address, num_cpus)
+    optuna.logging.set_verbosity(optuna.logging.INFO if verbose else optuna.logging.WARNING)
+    start_ray(address, num_cpus, verbose=verbose)
     try:
         searcher = build_searcher(spec, record)
         study = searcher.searcher._ot_study
-        adopt = zombie_trials(study)
-        # WAITING (enqueued) trials are asked first by the sampler: they count as to be run.
-        remaining = max(0, spec.num_samples - finished_count(study))
-        searcher.searcher._adopt = adopt[:remaining]
-        for extra in adopt[remaining:]:  # more orphans than trials left (num_samples lowered)
-            study._storage.set_trial_state_values(extra, optuna.trial.TrialState.FAIL)
+        searcher.searcher._adopt, remaining = settle_interrupted(study, spec.num_samples)
         if remaining == 0:
             return {"started": 0, "errored": 0}
         best = best_value(study)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from sweepgrok.cli_launch import fail
+from sweepgrok.cli.common import fail
 from sweepgrok.config import ConfigError, load_config
 
 

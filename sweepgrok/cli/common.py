@@ -1,0 +1,179 @@
+"""What every command shares: the one user-error exit, the log handler, the option aliases.
+
+A user mistake (bad file, key, value, option or sweep folder) prints one plain line on stderr,
+``error: <file or option>: <key>: <message>`` (sweepgrok.errors), and exits 2: from a command
+through ``fail``, from Typer's own option parsing through ``PlainErrorGroup``. Never a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+try:  # recent Typer vendors Click as typer._click (its own exception classes); older uses Click
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover
+    from click import exceptions as click_errors  # type: ignore[no-redef]
+
+from sweepgrok.errors import USER_ERROR, error_line
+
+LOGGER = "sweepgrok"
+"""The library's logger; every module logs to a child of it (logging.getLogger(__name__))."""
+
+
+def fail(message: str, where: str | None = None) -> typer.Exit:
+    """Print a user error in the one style (no traceback); returns the exit-2 exception to raise."""
+    typer.echo(error_line(message, where), err=True)
+    return typer.Exit(code=USER_ERROR)
+
+
+def check_resume_fresh(resume: bool, fresh: bool) -> None:
+    """--resume and --fresh ask for opposite things."""
+    if resume and fresh:
+        raise fail("--resume and --fresh exclude each other")
+
+
+def _usage_error_line(err: Any) -> str:
+    """A Click usage error in the one style: ``error: --format: 'x' is not one of ...``."""
+    message = str(err.format_message())
+    # Click words a bad value "Invalid value for '--format': <why>": the option goes first.
+    head, sep, why = message.partition(": ")
+    if sep and head.startswith("Invalid value for "):
+        return error_line(why, head.removeprefix("Invalid value for ").replace("'", ""))
+    return error_line(message)
+
+
+class PlainErrorGroup(TyperGroup):
+    """Typer's group, with Click's usage errors in the one error style (not a boxed panel)."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click_errors.ClickException as err:
+            if not isinstance(err, click_errors.NoArgsIsHelpError):  # Typer printed the help
+                typer.echo(_usage_error_line(err), err=True)
+            sys.exit(err.exit_code)
+        except typer.Abort:
+            typer.echo("Aborted!", err=True)
+            sys.exit(1)
+        # Non-standalone Click returns a raised Exit's code, or the command's return value.
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def setup_logging(verbose: bool = False) -> None:
+    """One rich handler on stderr for the ``sweepgrok`` logger: INFO, or DEBUG when verbose."""
+    from rich.console import Console
+    from rich.logging import RichHandler
+
+    logger = logging.getLogger(LOGGER)
+    logger.setLevel(logging.DEBUG if verbose else logging.INFO)
+    if not any(getattr(h, "_sweepgrok", False) for h in logger.handlers):
+        handler = RichHandler(
+            console=Console(stderr=True), show_time=False, show_path=False, markup=False
+        )
+        handler._sweepgrok = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+        logger.propagate = False
+
+
+# ---- option aliases shared by several commands ------------------------------------------------
+
+Address = Annotated[
+    str | None,
+    typer.Option(help="Ray cluster address (default: $RAY_ADDRESS, else an embedded local Ray)."),
+]
+Storage = Annotated[
+    Path | None, typer.Option(help="Root of sweep folders (overrides the file's storage).")
+]
+MaxConcurrent = Annotated[int | None, typer.Option(min=1, help="Cap on trials running at once.")]
+Resume = Annotated[
+    bool,
+    typer.Option(
+        "--resume", help="Finish an interrupted sweep (grid: Tune state; search: its study)."
+    ),
+]
+Fresh = Annotated[
+    bool, typer.Option("--fresh", help="Delete an existing sweep folder of this name first.")
+]
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose", "-v", help="Let Ray's worker output through; debug-level sweepgrok logs."
+    ),
+]
+
+
+class Threshold(StrEnum):
+    """Test accuracy that defines grokking."""
+
+    p95 = "0.95"
+    p99 = "0.99"
+
+
+SweepDirs = Annotated[
+    list[Path],
+    typer.Argument(
+        metavar="SWEEP_DIR",
+        help="Sweep folders (with runs/ and metrics/); several are analysed together.",
+        exists=True,
+        file_okay=False,
+        dir_okay=True,
+    ),
+]
+By = Annotated[
+    str | None,
+    typer.Option(help="Comma-separated config keys to group by (default: those that vary)."),
+]
+Baseline = Annotated[
+    str | None,
+    typer.Option(
+        help="Baseline as key=value[,key=value] over --by keys: each group is compared with the "
+        "baseline of its stratum (the same values of the other --by keys): speed-up, exact "
+        "permutation log-rank p, Holm."
+    ),
+]
+Paired = Annotated[
+    bool,
+    typer.Option(
+        "--paired",
+        help="Match runs across a group and its baseline by seed (train.seed, task.data_seed): "
+        "log-rank stratified by seed and per-seed speed-ups; exit 2 when the seeds differ.",
+    ),
+]
+ThresholdOption = Annotated[
+    Threshold | None,
+    typer.Option(
+        # Parentheses, not brackets: Typer's help reads [...] as rich markup and drops it.
+        help="Test accuracy that defines grokking (default: the runs' train.grok_threshold "
+        "when they share 0.95 or 0.99, else 0.99)."
+    ),
+]
+
+
+def split_keys(by: str | None) -> list[str] | None:
+    """``--by k1,k2`` -> [k1, k2] (None: group by what varies)."""
+    keys = [k.strip() for k in (by or "").split(",") if k.strip()]
+    return keys or None
+
+
+def check_sweep_dirs(dirs: list[Path]) -> None:
+    """Typer checked that each folder exists; a sweep folder also has runs/ or metrics/ in it."""
+    for d in dirs:
+        if not any((d / kind).is_dir() for kind in ("runs", "metrics")):
+            raise fail(f"{d}: not a sweep folder (no runs/ or metrics/ inside)")

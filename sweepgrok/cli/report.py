@@ -1,0 +1,51 @@
+"""`sweepgrok report SWEEP_DIR... --out DIR`: a Markdown report with figures and CSV tables.
+
+The report itself is library code (sweepgrok.report), imported inside the command with pandas
+and matplotlib, so that `sweepgrok --help` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sweepgrok.cli.common import (
+    Baseline,
+    By,
+    Paired,
+    SweepDirs,
+    ThresholdOption,
+    check_sweep_dirs,
+    fail,
+    split_keys,
+)
+from sweepgrok.errors import analysis_option
+
+
+def report(
+    sweep_dirs: SweepDirs,
+    out: Annotated[
+        Path, typer.Option(help="Report folder (created): report.md, figures/, CSV tables.")
+    ],
+    by: By = None,
+    baseline: Baseline = None,
+    paired: Paired = False,
+    threshold: ThresholdOption = None,
+) -> None:
+    """Write report.md, figures/*.png, runs.csv and groups_95/99.csv for sweep folders.
+
+    The tables are given at each threshold (0.95, 0.99) that every run could see; --threshold
+    picks the figures'.
+    """
+    from sweepgrok import stats
+    from sweepgrok.report import build_report
+
+    check_sweep_dirs(sweep_dirs)
+    theta = float(threshold.value) if threshold else None
+    try:
+        path = build_report(sweep_dirs, out, split_keys(by), baseline, theta, paired)
+    except stats.AnalysisError as err:
+        raise fail(str(err), analysis_option(err)) from None
+    typer.echo(f"wrote {path}")

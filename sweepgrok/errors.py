@@ -1,0 +1,25 @@
+"""The one style of a user-error message, shared by the CLI and ``python -m analysis.report``.
+
+    error: <file or option>: <key>: <message>        (on stderr; exit code 2)
+
+A ConfigError's message already starts with the file and the key (``grid.yaml: model.norm: ...``);
+an analysis error names the option it is about (``--by``, ``--baseline``, else ``SWEEP_DIR``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+USER_ERROR = 2
+"""Exit code of every user mistake (a bad file, key, value, option or sweep folder)."""
+
+
+def error_line(message: str, where: str | None = None) -> str:
+    """The message as printed: ``error: <where>: <message>`` (``where`` when not in it)."""
+    return f"error: {where}: {message}" if where else f"error: {message}"
+
+
+def analysis_option(err: Any) -> str:
+    """The option a ``stats.AnalysisError`` is about (its ``param``), else the sweep folders."""
+    param = getattr(err, "param", None)
+    return f"--{param}" if param else "SWEEP_DIR"
