@@ -22,6 +22,7 @@ from typing import Any
 import optuna
 import pytest
 import yaml
+from conftest import wait_until
 from typer.testing import CliRunner
 
 from sweepgrok import search as S
@@ -242,12 +243,14 @@ def test_interrupted_search_resumes_to_exactly_num_samples(tmp_path, ray_env):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+
+    def mid_search() -> bool:
+        assert proc.poll() is None, "the search ended before it was interrupted"
+        states = _states(sweep_dir)
+        return states.get("COMPLETE", 0) >= 2 and bool(states.get("RUNNING"))
+
     try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            if _states(sweep_dir).get("COMPLETE", 0) >= 2 and _states(sweep_dir).get("RUNNING"):
-                break
-            time.sleep(0.5)
+        wait_until(mid_search, 120, "2 complete trials and a running one")
         proc.send_signal(signal.SIGINT)  # the first Ctrl-C: Tune stops and saves
         proc.wait(timeout=60)
     finally:
