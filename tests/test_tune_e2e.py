@@ -25,6 +25,7 @@ from failing_trainer import PLANNED, fail_once
 from sweepgrok.sink import METRICS_SCHEMA, RUNS_SCHEMA, read_metrics, read_runs
 from sweepgrok.spaces import load_grid
 from sweepgrok.trainer import eval_steps
+from sweepgrok.tune.callback import TUNE_DIR
 
 pytestmark = pytest.mark.slow
 
@@ -131,7 +132,7 @@ def _wait_for_run_rows(sweep_dir: Path, proc: subprocess.Popen, timeout: float =
 
 def tune_snapshot(sweep_dir: Path) -> dict[str, str]:
     """{trial_id: status} in Tune's latest experiment snapshot (what --resume restores)."""
-    files = sorted((sweep_dir / "tune").glob("experiment_state-*.json"))
+    files = sorted((sweep_dir / TUNE_DIR).glob("experiment_state-*.json"))
     try:
         trial_data = json.loads(files[-1].read_text())["trial_data"]
     except (IndexError, OSError, ValueError):  # not written yet, or being written
