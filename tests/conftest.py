@@ -1,6 +1,7 @@
-"""Shared test fixtures: quiet Ray, tiny grid files, and cleanup of the Ray processes a test
-started (found by a tag in their environment, stopped by PID; never `ray stop`, never a name
-match: other clusters on this machine are not ours)."""
+"""Shared test fixtures: quiet Ray, tiny grid files, polled waits (wait_until: never a fixed
+sleep hoping a state is reached), and cleanup of the Ray processes a test started (found by a
+tag in their environment, stopped by PID; never `ray stop`, never a name match: other clusters
+on this machine are not ours)."""
 
 from __future__ import annotations
 

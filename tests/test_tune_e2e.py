@@ -3,6 +3,8 @@
 Real local Ray (embedded, num_cpus=2), real `sweepgrok launch` subprocesses killed mid-sweep,
 and a real two-node cluster on this machine. Every Ray process a test starts carries a tag in
 its environment and is stopped by PID afterwards (conftest.ray_env).
+
+Timeouts: about 3x the durations measured on 2 cores shared with other work (load ~10).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ def launch_in_process(grid: Path, sweep_dir: Path, **kw: Any) -> Any:
     return launch_grid(load_grid(grid), sweep_dir, num_cpus=2, live=False, **kw)
 
 
+@pytest.mark.timeout(180)  # 57 s measured
 def test_grid_of_four_trials(tmp_path: Path, ray_env: dict[str, str]) -> None:
     grid = write_grid(
         tmp_path / "g.yaml",
@@ -79,6 +82,7 @@ def test_grid_of_four_trials(tmp_path: Path, ray_env: dict[str, str]) -> None:
     assert len(raw_rows(tmp_path / "four", "metrics")) == len(read_metrics(tmp_path / "four"))
 
 
+@pytest.mark.timeout(240)  # 77 s measured
 def test_trial_that_crashes_once_is_retried_from_its_checkpoint(
     tmp_path: Path, ray_env: dict[str, str]
 ) -> None:
@@ -101,6 +105,7 @@ def test_trial_that_crashes_once_is_retried_from_its_checkpoint(
     assert len(raw_rows(tmp_path / "retry", "metrics")) > len(read_metrics(tmp_path / "retry"))
 
 
+@pytest.mark.timeout(400)  # 123 s measured
 def test_failed_trial_gets_a_failed_row_then_resume_supersedes_it(
     tmp_path: Path, ray_env: dict[str, str]
 ) -> None:
@@ -149,6 +154,7 @@ def _wait_until_snapshot_has_finished(sweep_dir: Path, trial_ids: set[str]) -> N
     wait_until(finished_in_snapshot, 60, f"trials {sorted(trial_ids)} in Tune's snapshot")
 
 
+@pytest.mark.timeout(400)  # 133 s measured
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
 def test_killed_driver_resumes_without_rerunning_or_duplicates(
     tmp_path: Path, ray_env: dict[str, str], sig: signal.Signals
@@ -233,6 +239,7 @@ def _wait_for_nodes(address: str, n: int, env: dict[str, str], timeout: float = 
     assert out.stdout.strip() == str(n), out.stdout + out.stderr
 
 
+@pytest.mark.timeout(180)  # 51 s measured
 def test_two_node_cluster_runs_trials_on_both_nodes(
     tmp_path: Path, ray_env: dict[str, str]
 ) -> None:
