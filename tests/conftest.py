@@ -1,6 +1,7 @@
-"""Shared test fixtures: quiet Ray, tiny grid files, and cleanup of the Ray processes a test
-started (found by a tag in their environment, stopped by PID; never `ray stop`, never a name
-match: other clusters on this machine are not ours)."""
+"""Shared test fixtures: quiet Ray, tiny grid files, polled waits (wait_until: never a fixed
+sleep hoping a state is reached), and cleanup of the Ray processes a test started (found by a
+tag in their environment, stopped by PID; never `ray stop`, never a name match: other clusters
+on this machine are not ours)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import signal
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,26 @@ def write_grid(path: Path, name: str, **doc: Any) -> Path:
     return path
 
 
+def poll(predicate: Callable[[], Any], timeout: float, interval: float = 0.2) -> Any:
+    """predicate()'s first truthy value within `timeout` seconds, else its last (falsy) one."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll until predicate() is truthy and return that value; fail naming `what` on timeout.
+
+    The predicate may itself fail (e.g. assert that a process it waits on is still alive)."""
+    value = poll(predicate, timeout)
+    if not value:
+        pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+    return value
+
+
 def tagged_pids(tag: str) -> list[int]:
     """PIDs of live processes whose environment carries TAG_ENV=tag (ours and descendants)."""
     needle = f"{TAG_ENV}={tag}".encode()
@@ -58,9 +79,7 @@ def stop_pids(pids: list[int], grace: float = 5.0) -> None:
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
-        deadline = time.time() + grace
-        while time.time() < deadline and any(Path(f"/proc/{p}").exists() for p in pids):
-            time.sleep(0.2)
+        poll(lambda pids=pids: not any(_alive(p) for p in pids), grace)
         pids = [p for p in pids if _alive(p)]
         if not pids:
             return

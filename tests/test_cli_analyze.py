@@ -168,11 +168,6 @@ def test_missing_or_empty_folder_exits_2(tmp_path: Path) -> None:
     )
 
 
-def test_analyze_is_registered() -> None:
-    names = {c.name or c.callback.__name__ for c in app.registered_commands if c.callback}
-    assert "analyze" in names
-
-
 def test_report_script(
     sweep: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:

@@ -58,11 +58,8 @@ def test_dry_run_prints_trials_and_starts_nothing(tmp_path: Path, no_ray: Path) 
 @pytest.mark.parametrize(
     ("doc", "words"),
     [
-        ({"grid": {"model.nrom": ["none"]}}, ["model.nrom", "allowed keys"]),
-        ({"grid": {"model.norm": []}}, ["model.norm", "non-empty list"]),
+        # One loader error (test_spaces.py has every one): the CLI's exit 2 path is the same.
         ({"grid": {"model.norm": ["cube"]}}, ["model.norm", "sphere"]),
-        ({"zip": [{"optim.lr": [1e-3, 2e-3], "optim.weight_decay": [1.0]}]}, ["equal lengths"]),
-        ({"seeds": [1], "bogus": 1}, ["bogus", "allowed top-level keys"]),
         ({"seeds": [1], "search": {"n_trials": 3}}, ["search file"]),
     ],
 )
@@ -111,14 +108,6 @@ def test_validate_kinds(tmp_path: Path, no_ray: Path) -> None:
     bad = grid_file(tmp_path, seeds=[1], grid={"optim.lr": [-1.0]})
     result = runner.invoke(app, ["validate", str(bad)])
     assert result.exit_code == 2 and "optim.lr" in result.output
-
-
-def test_every_shipped_grid_validates() -> None:
-    root = Path(__file__).resolve().parents[1] / "search_spaces"
-    for name in ("quickstart.yaml", "paper1_norms.yaml", "geomdr_grid.yaml"):
-        result = runner.invoke(app, ["validate", str(root / name)])
-        assert result.exit_code == 0, (name, result.output)
-        assert result.output.startswith("grid ")
 
 
 def test_an_empty_folder_is_not_refused(tmp_path: Path, no_ray: Path) -> None:

@@ -4,6 +4,9 @@ Most tests use a synthetic trainer with the real trainer's signature and rows (t
 RunTracker and run_row, EvalReport's stop) whose grok step is a known function of the config:
 no torch, so the search itself is what is measured. The last test runs the real CLI on
 search_spaces/quick_optuna.yaml. Ray processes are tagged and stopped by PID (conftest.ray_env).
+
+Timeouts: about 3x the durations measured on 2 cores shared with other work (load ~10); the
+tests without a mark took under 40 s there.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 import optuna
 import pytest
 import yaml
+from conftest import wait_until
 from typer.testing import CliRunner
 
 from sweepgrok import objective
@@ -232,6 +236,7 @@ def _states(sweep_dir: Path) -> dict[str, int]:
         return {}
 
 
+@pytest.mark.timeout(360)  # 107 s measured
 def test_interrupted_search_resumes_to_exactly_num_samples(tmp_path, ray_env):
     path = search_file(tmp_path, num_samples=5, max_concurrent=2, time_cap_margin=None)
     script = tmp_path / "driver.py"
@@ -243,12 +248,14 @@ def test_interrupted_search_resumes_to_exactly_num_samples(tmp_path, ray_env):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+
+    def mid_search() -> bool:
+        assert proc.poll() is None, "the search ended before it was interrupted"
+        states = _states(sweep_dir)
+        return states.get("COMPLETE", 0) >= 2 and bool(states.get("RUNNING"))
+
     try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            if _states(sweep_dir).get("COMPLETE", 0) >= 2 and _states(sweep_dir).get("RUNNING"):
-                break
-            time.sleep(0.5)
+        wait_until(mid_search, 120, "2 complete trials and a running one")
         proc.send_signal(signal.SIGINT)  # the first Ctrl-C: Tune stops and saves
         proc.wait(timeout=60)
     finally:
@@ -268,6 +275,7 @@ def test_interrupted_search_resumes_to_exactly_num_samples(tmp_path, ray_env):
     assert not metrics.duplicated(["run_id", "step"]).any()
 
 
+@pytest.mark.timeout(240)  # 67 s measured
 def test_cli_quick_optuna_prints_and_writes_the_best_schedule(tmp_path, ray_env):
     from sweepgrok.cli import app
 

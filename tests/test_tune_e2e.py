@@ -3,10 +3,13 @@
 Real local Ray (embedded, num_cpus=2), real `sweepgrok launch` subprocesses killed mid-sweep,
 and a real two-node cluster on this machine. Every Ray process a test starts carries a tag in
 its environment and is stopped by PID afterwards (conftest.ray_env).
+
+Timeouts: about 3x the durations measured on 2 cores shared with other work (load ~10).
 """
 
 from __future__ import annotations
 
+import json
 import secrets
 import signal
 import socket
@@ -18,11 +21,13 @@ from typing import Any
 
 import pyarrow.dataset as ds
 import pytest
-from conftest import TINY_BASE, stop_pids, tagged_pids, write_grid
+from conftest import TINY_BASE, stop_pids, tagged_pids, wait_until, write_grid
+from failing_trainer import PLANNED, fail_once
 
 from sweepgrok.sink import METRICS_SCHEMA, RUNS_SCHEMA, read_metrics, read_runs
 from sweepgrok.spaces import load_grid
 from sweepgrok.trainer import eval_steps
+from sweepgrok.tune.callback import TUNE_DIR
 
 pytestmark = pytest.mark.slow
 
@@ -58,6 +63,7 @@ def launch_in_process(grid: Path, sweep_dir: Path, **kw: Any) -> Any:
     return launch_grid(load_grid(grid), sweep_dir, num_cpus=2, live=False, **kw)
 
 
+@pytest.mark.timeout(180)  # 57 s measured
 def test_grid_of_four_trials(tmp_path: Path, ray_env: dict[str, str]) -> None:
     grid = write_grid(
         tmp_path / "g.yaml",
@@ -76,11 +82,11 @@ def test_grid_of_four_trials(tmp_path: Path, ray_env: dict[str, str]) -> None:
     assert len(raw_rows(tmp_path / "four", "metrics")) == len(read_metrics(tmp_path / "four"))
 
 
+@pytest.mark.timeout(240)  # 77 s measured
 def test_trial_that_crashes_once_is_retried_from_its_checkpoint(
-    tmp_path: Path, ray_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, ray_env: dict[str, str]
 ) -> None:
     marks = tmp_path / "fail-marks"
-    monkeypatch.setenv("SWEEPGROK_TEST_FAIL_ONCE", str(marks))
     grid = write_grid(
         tmp_path / "g.yaml",
         "retry",
@@ -90,7 +96,7 @@ def test_trial_that_crashes_once_is_retried_from_its_checkpoint(
         checkpoint_every=2,
         max_failures=1,
     )
-    outcome = launch_in_process(grid, tmp_path / "retry")
+    outcome = launch_in_process(grid, tmp_path / "retry", train_fn=fail_once(marks))
     assert (outcome.terminated, outcome.errored) == (2, 0)
     assert len(list(marks.iterdir())) == 2  # both trials did crash once
     runs = assert_exactly_once(tmp_path / "retry", 4)
@@ -99,20 +105,20 @@ def test_trial_that_crashes_once_is_retried_from_its_checkpoint(
     assert len(raw_rows(tmp_path / "retry", "metrics")) > len(read_metrics(tmp_path / "retry"))
 
 
+@pytest.mark.timeout(400)  # 123 s measured
 def test_failed_trial_gets_a_failed_row_then_resume_supersedes_it(
-    tmp_path: Path, ray_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, ray_env: dict[str, str]
 ) -> None:
-    monkeypatch.setenv("SWEEPGROK_TEST_FAIL_ONCE", str(tmp_path / "fail-marks"))
     grid = write_grid(
         tmp_path / "g.yaml", "errored", seeds=[1, 2], checkpoint_every=2, max_failures=0
     )
     sweep = tmp_path / "errored"
-    first = launch_in_process(grid, sweep)
+    first = launch_in_process(grid, sweep, train_fn=fail_once(tmp_path / "fail-marks"))
     assert first.errored == 2
     failed = read_runs(sweep)
     assert list(failed["status"]) == ["failed", "failed"]
-    assert failed["error"].str.contains("planned failure").all()
-    second = launch_in_process(grid, sweep, resume=True)
+    assert failed["error"].str.contains(PLANNED).all()
+    second = launch_in_process(grid, sweep, resume=True)  # the real trainer: no crash
     assert second.errored == 0
     assert_exactly_once(sweep, 2)  # the success row is the last written
 
@@ -122,15 +128,33 @@ def _launch_cmd(grid: Path, storage: Path, *extra: str) -> list[str]:
 
 
 def _wait_for_run_rows(sweep_dir: Path, proc: subprocess.Popen, timeout: float = 240) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if list((sweep_dir / "runs").glob("part-*.parquet")):
-            return
+    def run_rows_written() -> bool:
         assert proc.poll() is None, proc.communicate()
-        time.sleep(0.2)
-    raise AssertionError("no run finished in time")
+        return bool(list((sweep_dir / "runs").glob("part-*.parquet")))
+
+    wait_until(run_rows_written, timeout, f"a run row in {sweep_dir}")
 
 
+def tune_snapshot(sweep_dir: Path) -> dict[str, str]:
+    """{trial_id: status} in Tune's latest experiment snapshot (what --resume restores)."""
+    files = sorted((sweep_dir / TUNE_DIR).glob("experiment_state-*.json"))
+    try:
+        trial_data = json.loads(files[-1].read_text())["trial_data"]
+    except (IndexError, OSError, ValueError):  # not written yet, or being written
+        return {}
+    trials = [json.loads(state) for state, _runtime in trial_data]
+    return {t["trial_id"]: t["status"] for t in trials}
+
+
+def _wait_until_snapshot_has_finished(sweep_dir: Path, trial_ids: set[str]) -> None:
+    def finished_in_snapshot() -> bool:
+        snapshot = tune_snapshot(sweep_dir)
+        return all(snapshot.get(t) == "TERMINATED" for t in trial_ids)
+
+    wait_until(finished_in_snapshot, 60, f"trials {sorted(trial_ids)} in Tune's snapshot")
+
+
+@pytest.mark.timeout(400)  # 133 s measured
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
 def test_killed_driver_resumes_without_rerunning_or_duplicates(
     tmp_path: Path, ray_env: dict[str, str], sig: signal.Signals
@@ -156,8 +180,10 @@ def test_killed_driver_resumes_without_rerunning_or_duplicates(
         stderr=subprocess.STDOUT,
     )
     _wait_for_run_rows(sweep, proc)
-    done_before = set(read_runs(sweep)["run_id"])
-    time.sleep(2.5)  # > TUNE_GLOBAL_CHECKPOINT_S: the finished trial is in Tune's snapshot
+    finished = read_runs(sweep)
+    done_before = set(finished["run_id"])
+    # Tune snapshots every TUNE_GLOBAL_CHECKPOINT_S: kill once the finished trials are in it.
+    _wait_until_snapshot_has_finished(sweep, set(finished["trial_id"]))
     proc.send_signal(sig)
     _out, _ = proc.communicate(timeout=120)
     if sig == signal.SIGKILL:  # its embedded Ray outlives it: stop what it started, by PID
@@ -213,6 +239,7 @@ def _wait_for_nodes(address: str, n: int, env: dict[str, str], timeout: float = 
     assert out.stdout.strip() == str(n), out.stdout + out.stderr
 
 
+@pytest.mark.timeout(180)  # 51 s measured
 def test_two_node_cluster_runs_trials_on_both_nodes(
     tmp_path: Path, ray_env: dict[str, str]
 ) -> None:
@@ -277,10 +304,8 @@ def test_two_node_cluster_runs_trials_on_both_nodes(
 
 
 def _wait_for_port(port: int, timeout: float = 60) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
+    def listening() -> bool:
         with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
-    raise AssertionError(f"nothing listens on port {port}")
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    wait_until(listening, timeout, f"a server on port {port}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from ray import tune
 
 from sweepgrok.spaces import GridSpec, Resources
 from sweepgrok.tune.callback import TUNE_DIR, ParquetCallback
-from sweepgrok.tune.trainable import FAIL_ONCE_ENV, trainable
+from sweepgrok.tune.trainable import trainable
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +34,6 @@ QUIET_ENV = {
 }
 # Loggers that warn about things we chose (no result.json: rows go to Parquet instead).
 QUIET_LOGGERS = ("ray.tune.analysis.experiment_analysis", "ray.tune.tune", "ray.tune")
-# Forwarded to the trial workers (a cluster's workers do not share the driver's environment).
-FORWARDED_ENV = (FAIL_ONCE_ENV,)
 
 
 @dataclass
@@ -70,8 +68,6 @@ def start_ray(address: str | None, num_cpus: int | None = None, verbose: bool = 
         os.environ.setdefault(key, value)
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.INFO if verbose else logging.ERROR)
-    env = {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}
-    runtime_env = {"env_vars": env} if env else None
     address = address or os.environ.get("RAY_ADDRESS") or None
     common: dict[str, Any] = {
         "log_to_driver": verbose,
@@ -79,14 +75,13 @@ def start_ray(address: str | None, num_cpus: int | None = None, verbose: bool = 
     }
     if address:
         log.info("connecting to the Ray cluster at %s", address)
-        ray.init(address=address, runtime_env=runtime_env, **common)
+        ray.init(address=address, **common)
         return
     # "local" forces a fresh embedded Ray even if another cluster runs on this machine.
     ray.init(
         address="local",
         num_cpus=num_cpus,
         include_dashboard=False,
-        runtime_env=runtime_env,
         **common,
     )
 
@@ -94,6 +89,12 @@ def start_ray(address: str | None, num_cpus: int | None = None, verbose: bool = 
 def trial_dirname(trial: Any) -> str:
     """Short trial folders (Tune's default embeds the whole flat config in the name)."""
     return str(trial.trial_id)
+
+
+def grid_trainable(resources: Resources, train_fn: Callable[..., Any] | None) -> Any:
+    """The trainable of a grid's trials (fresh or restored: Tune needs the same one)."""
+    fn = tune.with_parameters(trainable, train_fn=train_fn)
+    return tune.with_resources(fn, resources.as_ray())
 
 
 def _param_space(trials: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> dict:
@@ -111,6 +112,7 @@ def build_tuner(
     max_failures: int,
     checkpoint_every: int | None,
     callback: ParquetCallback,
+    train_fn: Callable[..., Any] | None = None,
 ) -> tune.Tuner:
     """A fresh Tuner: one trial per expanded grid config."""
     meta = {"name": sweep, "cpu": resources.cpu, "checkpoint_every": checkpoint_every}
@@ -129,18 +131,23 @@ def build_tuner(
         trial_dirname_creator=trial_dirname,
     )
     return tune.Tuner(
-        tune.with_resources(trainable, resources.as_ray()),
+        grid_trainable(resources, train_fn),
         param_space=_param_space(trials, meta),
         tune_config=tune_config,
         run_config=run_config,
     )
 
 
-def restore_tuner(sweep_dir: Path, resources: Resources, callback: ParquetCallback) -> tune.Tuner:
+def restore_tuner(
+    sweep_dir: Path,
+    resources: Resources,
+    callback: ParquetCallback,
+    train_fn: Callable[..., Any] | None = None,
+) -> tune.Tuner:
     """Restore the sweep's Tune experiment: finished trials stay finished, the rest resume."""
     tuner = tune.Tuner.restore(
         str(tune_dir(sweep_dir)),
-        tune.with_resources(trainable, resources.as_ray()),
+        grid_trainable(resources, train_fn),
         resume_unfinished=True,
         resume_errored=True,
     )
@@ -173,10 +180,12 @@ def launch_grid(
     num_cpus: int | None = None,
     live: bool = True,
     verbose: bool = False,
+    train_fn: Callable[..., Any] | None = None,
 ) -> Outcome:
     """Run (or, with `resume`, restore and finish) a grid's trials; rows land in sweep_dir.
 
-    `verbose` lets Ray's worker output through (see start_ray).
+    `verbose` lets Ray's worker output through (see start_ray). `train_fn` replaces
+    sweepgrok.trainer.train inside the trials (tests: a trainer that fails).
     """
     s = spec.settings
     callback = ParquetCallback(sweep_dir, s.name, len(spec.trials), live=live)
@@ -184,7 +193,7 @@ def launch_grid(
     try:
         if resume and can_resume(sweep_dir):
             log.info("restoring the Ray Tune experiment in %s", tune_dir(sweep_dir))
-            tuner = restore_tuner(sweep_dir, s.resources, callback)
+            tuner = restore_tuner(sweep_dir, s.resources, callback, train_fn)
         else:
             tuner = build_tuner(
                 [t.flat for t in spec.trials],
@@ -195,6 +204,7 @@ def launch_grid(
                 max_failures=s.max_failures,
                 checkpoint_every=s.checkpoint_every,
                 callback=callback,
+                train_fn=train_fn,
             )
         return run_tuner(tuner, len(spec.trials), callback)
     finally:

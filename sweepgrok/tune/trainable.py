@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import socket
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -26,9 +25,6 @@ PAYLOAD = "_sweepgrok_rows"
 """Result key holding the evaluation's rows as JSON text (metrics, geometry, finished)."""
 CKPT_FLAG = "_sweepgrok_checkpoint"
 """Result key set when the result carries a checkpoint: the driver flushes rows before it."""
-FAIL_ONCE_ENV = "SWEEPGROK_TEST_FAIL_ONCE"
-"""Test-only hook: a directory; each trial raises once (marker file per trial), right after
-reporting the evaluation that follows its first checkpoint, so its retry re-emits that row."""
 
 
 def run_ids_for(sweep: str, trial_id: str, cfg: Config) -> list[str]:
@@ -83,8 +79,6 @@ class Reporter:
         self.trial_id = trial_id
         self.active = len(run_ids)  # runs still training after the latest evaluation
         self.evals = 0
-        self.fail_dir = os.environ.get(FAIL_ONCE_ENV)
-        self.checkpointed = 0
 
     def observe(self, report: Any) -> None:
         """Called first at every evaluation (may stop runs: ``report.stop``)."""
@@ -109,22 +103,8 @@ class Reporter:
                 metrics[CKPT_FLAG] = True
                 # Tune copies the directory into the trial's storage before report returns.
                 tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(tmp))
-            self.checkpointed = self.checkpointed or self.evals  # the first one
         else:
             tune.report(metrics)
-        self._maybe_fail()
-
-    def _maybe_fail(self) -> None:
-        if not self.fail_dir or not self.checkpointed or self.active <= 0:
-            return
-        if self.evals != self.checkpointed + 1:
-            return
-        marker = Path(self.fail_dir) / f"failed-{self.trial_id}"
-        if marker.exists():
-            return
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text("1")
-        raise RuntimeError(f"{FAIL_ONCE_ENV}: planned failure of trial {self.trial_id}")
 
 
 def run_trial(
@@ -153,9 +133,15 @@ def trial_extra(trial_id: str) -> dict[str, str]:
     return {"trial_id": trial_id, "node_id": node_id(), "host": socket.gethostname()}
 
 
-def trainable(config: Mapping[str, Any]) -> None:
-    """Build the Config, resume from Tune's checkpoint if any, train, report every eval."""
-    from sweepgrok.trainer import train
+def trainable(config: Mapping[str, Any], train_fn: Callable[..., Any] | None = None) -> None:
+    """Build the Config, resume from Tune's checkpoint if any, train, report every eval.
+
+    ``train_fn`` stands in for ``sweepgrok.trainer.train`` (same signature; tests wrap the real
+    trainer to make a trial fail)."""
+    if train_fn is None:
+        from sweepgrok.trainer import train
+
+        train_fn = train
 
     meta = dict(config.get("sweep") or {})
     cfg = from_flat(config["cfg"], f"trial of sweep {meta.get('name', '')}")
@@ -165,4 +151,4 @@ def trainable(config: Mapping[str, Any]) -> None:
     run_ids = run_ids_for(sweep, trial_id, cfg)
     every = int(meta.get("checkpoint_every") or cfg.train.checkpoint_every)
     reporter = Reporter(every, trial_id, run_ids)
-    run_trial(train, cfg, run_ids, sweep, reporter, trial_extra(trial_id))
+    run_trial(train_fn, cfg, run_ids, sweep, reporter, trial_extra(trial_id))
