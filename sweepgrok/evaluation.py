@@ -61,7 +61,7 @@ def measure(
     member["test_loss"], member["test_acc"] = _split_stats(model, *test, None)
     member["weight_norm"] = _weight_norm(model.parameters())
     member["geomdr_loss"] = _geomdr_eval(hidden, cfg.geomdr)
-    layer: dict[str, Tensor] = {}
+    layer: dict[str, Tensor] = {"weight_norm": _layer_weight_norm(model)}
     freqs: dict[str, Tensor] = {}
     if cfg.geometry.enabled:
         layer.update(_geometry(hidden, geo_idx, cfg.geometry))
@@ -139,6 +139,17 @@ def _split_stats(
 def _weight_norm(params: Any) -> Tensor:
     """L2 norm of each member's parameters, all taken together: (E,)."""
     return torch.stack([p.pow(2).flatten(1).sum(1) for p in params]).sum(0).sqrt()
+
+
+def _layer_weight_norm(model: Transformer | MLP) -> Tensor:
+    """L2 norm of each layer's parameters, per member: (E, L). Layer i is the one whose output
+    is hidden representation i: Transformer block i (attention, MLP, norms), MLP hidden layer
+    i (weight, bias); the embeddings and the readout belong to no layer."""
+    if isinstance(model, Transformer):
+        layers = [list(block.parameters()) for block in model.blocks]
+    else:
+        layers = [[w, b] for w, b in zip(model.weights, model.biases, strict=True)]
+    return torch.stack([_weight_norm(params) for params in layers], 1)
 
 
 def _geomdr_eval(hidden: list[Tensor], cfg: GeomDRConfig) -> Tensor:

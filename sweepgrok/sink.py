@@ -65,9 +65,12 @@ GEOMETRY_SCHEMA = pa.schema(
         ("deff", pa.float64()),
         ("rho", pa.float64()),
         ("top_eig_frac", pa.float64()),
+        ("weight_norm", pa.float64()),
     ]
 )
-"""geometry/: per hidden representation; top_eig_frac = mu_1 / sum(mu)."""
+"""geometry/: per layer (layer i = Transformer block i or MLP hidden layer i): deff, rho and
+top_eig_frac = mu_1 / sum(mu) of the hidden representation after it (null when
+geometry.enabled is false); weight_norm, the L2 norm of its parameters (always)."""
 
 RUN_FIELDS: list[tuple[str, pa.DataType]] = [
     ("run_id", pa.string()),
