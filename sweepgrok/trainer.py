@@ -120,7 +120,6 @@ class Trainer:
         self.elapsed = 0.0
         self.done: list[dict[str, Any]] = []
         self._stops: set[str] = set()
-        self._zp = cfg.task.name != "s5"
 
     # ---- set-up -------------------------------------------------------------------------
 
