@@ -117,6 +117,7 @@ def time_steps(step: Callable[[], None], k: int) -> float:
 def trainer_steps(args: argparse.Namespace) -> dict[str, Callable[[], None]]:
     """Plain and GeomDR steps of sweepgrok's own trainer on the trial_geomdr_mlp97 config."""
     from sweepgrok.config import load_config
+    from sweepgrok.process import configure_process
     from sweepgrok.trainer import Trainer
 
     def trainer(subsample: float) -> Trainer:
@@ -129,6 +130,7 @@ def trainer_steps(args: argparse.Namespace) -> dict[str, Callable[[], None]]:
         return Trainer(load_config("search_spaces/trial_geomdr_mlp97.yaml", sets))
 
     full, sub = trainer(1.0), trainer(0.1)
+    configure_process(full.cfg.train, default_threads=args.threads)  # as the entry points do
     return {
         "plain": lambda: full._train_step(0.0),
         "geomdr sub 1.0": lambda: full._train_step(0.1),

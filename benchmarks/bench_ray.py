@@ -20,10 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
 import yaml
 
 from sweepgrok.config import from_flat
+from sweepgrok.process import configure_process
 from sweepgrok.sink import ParquetSink
 from sweepgrok.spaces import GridSpec, load_grid
 from sweepgrok.trainer import train
@@ -58,11 +58,12 @@ def run_ray(spec: GridSpec, sweep_dir: Path, cpus: int) -> float:
 
 
 def run_loop(spec: GridSpec, sweep_dir: Path) -> float:
-    torch.set_num_threads(1)
     t0 = time.perf_counter()
     sink = ParquetSink(sweep_dir)
     for trial in spec.trials:
-        train(from_flat(trial.flat), sink, sweep=spec.settings.name)
+        cfg = from_flat(trial.flat)
+        configure_process(cfg.train, default_threads=1)  # one thread, as a 1-CPU Ray trial
+        train(cfg, sink, sweep=spec.settings.name)
     sink.flush()
     return time.perf_counter() - t0
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 from sweepgrok.config import Config, from_flat, update
+from sweepgrok.process import configure_process
 from sweepgrok.trainer import EvalReport, train
 
 CASES: dict[str, dict] = {
@@ -103,6 +104,7 @@ def bench(
 ) -> None:
     cfg = _config(CASES[name], steps, eval_every, args.device, threads)
     batched_cfg = update(cfg, {"train.seeds": list(range(k))})
+    configure_process(cfg.train)  # train.threads = `threads`, as the train command sets it
 
     def batched() -> Timing:
         out = Timing()

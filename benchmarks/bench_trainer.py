@@ -40,6 +40,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from sweepgrok.config import Config, from_flat
+from sweepgrok.process import configure_process
 from sweepgrok.tasks import make_split
 from sweepgrok.trainer import Trainer
 
@@ -240,7 +241,7 @@ def bench_case(name: str, overrides: dict, args: argparse.Namespace) -> list[str
     sync = device_sync(trainer.device)
     lines = []
     for threads in args.threads:
-        torch.set_num_threads(threads)
+        configure_process(cfg.train, default_threads=threads)  # as the entry points do
         t = measure({"sweepgrok": lambda: trainer._train_step(0.0), "reference": ref.step,
                      "sgemm": gemm}, args.rounds, args.steps, sync)
         ours, base, mm = t["sweepgrok"], t["reference"], t["sgemm"]
@@ -266,7 +267,6 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     args.rounds = args.rounds or (3 if args.quick else 5)
     args.steps = args.steps or (2 if args.quick else 3)
-    torch.use_deterministic_algorithms(True, warn_only=True)  # the trainer's default
     print(f"bench_trainer: full-batch training step, {args.device}, median of {args.rounds} "
           f"interleaved rounds x {args.steps} steps")
     print("  speedup = reference time / sweepgrok time; x floor = sweepgrok time / (necessary "

@@ -34,8 +34,6 @@ layernorm biases 0. So a member's init depends only on its own seed, never on E.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import itertools
 import math
 from collections.abc import Sequence
@@ -354,32 +352,6 @@ class MLP(nn.Module):
     def class_unembedding(self) -> Tensor:
         """(E, C, d_mlp): one readout row per class (for the Fourier measure over classes)."""
         return self.w_u.transpose(1, 2)
-
-
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters (malloc.h)
-_malloc_tuned = False
-
-
-def keep_freed_memory() -> bool:
-    """Ask glibc malloc to keep freed large blocks for reuse (idempotent; False elsewhere).
-
-    A training step allocates and frees the same large activations every step (8 seeds at
-    Z_113: tensors of 8 x 3,830 x 512 floats, 63 MB). glibc serves blocks above its mmap
-    threshold (at most 32 MB) with fresh mmap pages and unmaps them on free, so every step
-    page-faults and zero-fills them again: measured 15k faults and +30 ms of system time per
-    member per step at E = 8. Raising the mmap and trim thresholds to 1 GiB keeps them in the
-    heap; the process then holds its peak step memory, which it needs every step anyway."""
-    global _malloc_tuned
-    if _malloc_tuned:
-        return True
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    ok = bool(mallopt(_M_MMAP_THRESHOLD, 1 << 30)) and bool(mallopt(_M_TRIM_THRESHOLD, 1 << 30))
-    _malloc_tuned = ok
-    return ok
 
 
 def build_model(cfg: Config, seeds: Sequence[int] | None = None) -> Transformer | MLP:

@@ -46,8 +46,10 @@ METRICS_SCHEMA = pa.schema(
         ("deff", pa.float64()),
         ("rho", pa.float64()),
         ("fourier_frac", pa.float64()),
+        ("fourier_above_chance", pa.float64()),
         ("fourier_freqs", pa.string()),
         ("fourier_unembed_frac", pa.float64()),
+        ("fourier_unembed_above_chance", pa.float64()),
         ("fourier_unembed_freqs", pa.string()),
     ]
 )
@@ -55,7 +57,10 @@ METRICS_SCHEMA = pa.schema(
 deff/rho are those of the last hidden representation (all layers are in geometry/);
 fourier_frac is the energy fraction held by the top frequencies of the token embedding,
 fourier_freqs those frequencies as comma-separated ints (Z_p tasks only, else null);
-fourier_unembed_* the same over the classes of the unembedding (readout) rows."""
+fourier_unembed_* the same over the classes of the effective unembedding (the readout rows,
+unit-normalised for the cosine unembedding); *_above_chance = (frac - c) / (1 - c) with c =
+top / (p // 2), the share of `top` frequencies under an even spread: ~0 at random init, 1 for
+`top` pure frequencies (sweepgrok.geometry.above_chance)."""
 
 GEOMETRY_SCHEMA = pa.schema(
     [
@@ -65,9 +70,12 @@ GEOMETRY_SCHEMA = pa.schema(
         ("deff", pa.float64()),
         ("rho", pa.float64()),
         ("top_eig_frac", pa.float64()),
+        ("weight_norm", pa.float64()),
     ]
 )
-"""geometry/: per hidden representation; top_eig_frac = mu_1 / sum(mu)."""
+"""geometry/: per layer (layer i = Transformer block i or MLP hidden layer i): deff, rho and
+top_eig_frac = mu_1 / sum(mu) of the hidden representation after it (null when
+geometry.enabled is false); weight_norm, the L2 norm of its parameters (always)."""
 
 RUN_FIELDS: list[tuple[str, pa.DataType]] = [
     ("run_id", pa.string()),

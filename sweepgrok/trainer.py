@@ -1,7 +1,9 @@
 """The shared trainer: one run, or several init seeds in lockstep as one batched model.
 
 ``train(cfg, sink, ...)`` knows nothing of Ray or Optuna: it reaches the world through a sink
-(rows) and an ``on_eval`` callback (progress, checkpoints, external stops).
+(rows) and an ``on_eval`` callback (progress, checkpoints, external stops). What an evaluation
+measures is ``sweepgrok.evaluation``; process-wide settings (threads, deterministic kernels,
+malloc) are the caller's, through ``sweepgrok.process.configure_process``.
 
 Loop habits: data resident on the device; no host sync inside a step (the only syncs are at
 evaluations, one per evaluation); evaluation under ``torch.no_grad``; the last block computes
@@ -23,10 +25,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from sweepgrok import evaluation
 from sweepgrok import geometry as geo
 from sweepgrok.config import Config, config_hash, update
+from sweepgrok.ensemble import geomdr_loss, take
 from sweepgrok.events import RunTracker, end_status, run_row
-from sweepgrok.models import build_model, is_decayed, keep_freed_memory
+from sweepgrok.models import build_model, is_decayed
 from sweepgrok.provenance import provenance
 from sweepgrok.sink import Sink
 from sweepgrok.tasks import make_split, split_seed_for
@@ -79,6 +83,10 @@ class EvalReport:
         self._trainer.request_stop(run_id, self)
 
 
+EvalCallback = Callable[[EvalReport], None]
+"""What the trainer calls after each evaluation (progress bars, checkpoints, external stops)."""
+
+
 class Trainer:
     """State of one (possibly batched) training run; use ``train()``."""
 
@@ -98,7 +106,6 @@ class Trainer:
         self.device = _device(cfg.train.device)
         self.extra = {"sweep": sweep, **provenance(str(self.device)), **(run_extra or {})}
         self._load_data()
-        keep_freed_memory()  # process-wide malloc tuning: no page faults on per-step activations
         self.model = build_model(cfg, self.seeds).to(self.device)
         self.opt = self._optimizer()
         self.gens = [self._generator(s, _BATCH_STREAM) for s in self.seeds]
@@ -113,7 +120,6 @@ class Trainer:
         self.elapsed = 0.0
         self.done: list[dict[str, Any]] = []
         self._stops: set[str] = set()
-        self._zp = cfg.task.spec.cyclic
 
     # ---- set-up -------------------------------------------------------------------------
 
@@ -158,21 +164,7 @@ class Trainer:
         idx = torch.stack(
             [torch.randperm(n, generator=g, device=self.device)[:bs] for g in self.gens]
         )
-        return _take(self.train_x, idx), _take(self.train_y, idx)
-
-    def _penalty(self, hidden: list[Tensor]) -> Tensor:
-        """GeomDR tail variance summed over the regularized layers: (E,)."""
-        g = self.cfg.geomdr
-        layers = g.layers if g.layers is not None else range(len(hidden))
-        n = hidden[0].shape[1]
-        idx = [geo.subsample_indices(n, g.subsample, gen, self.device) for gen in self.geo_gens]
-        total = hidden[0].new_zeros(hidden[0].shape[0])
-        for i in layers:
-            h = hidden[i]
-            if idx[0] is not None:
-                h = _take(h, torch.stack([j for j in idx if j is not None]))
-            total = total + geo.geomdr_penalty(_finite(h), g.target_dim)
-        return total
+        return take(self.train_x, idx), take(self.train_y, idx)
 
     def _train_step(self, lam: float) -> None:
         x, y = self._batch()
@@ -182,7 +174,7 @@ class Trainer:
         per = F.cross_entropy(logits.reshape(e * b, c), y.reshape(-1), reduction="none")
         loss = per.view(e, b).mean(1).sum()  # sum over members: independent gradients
         if hidden:
-            loss = loss + lam * self._penalty(hidden).sum()
+            loss = loss + lam * geomdr_loss(hidden, self.cfg.geomdr, self.geo_gens).sum()
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         self.opt.step()
@@ -195,95 +187,14 @@ class Trainer:
 
     # ---- evaluation ---------------------------------------------------------------------
 
-    @torch.no_grad()
-    def _split_stats(self, x: Tensor, y: Tensor, hidden: list[Tensor] | None) -> list[Tensor]:
-        logits = self.model(x, hidden=hidden)
-        e, n, c = logits.shape
-        loss = F.cross_entropy(logits.reshape(e * n, c), y.reshape(-1), reduction="none")
-        acc = (logits.argmax(-1) == y).float().mean(1)
-        return [loss.view(e, n).mean(1), acc]
-
-    @torch.no_grad()
     def _evaluate(self, step: int, lam: float) -> tuple[list[dict], list[dict]]:
-        hidden: list[Tensor] = []
-        tr_loss, tr_acc = self._split_stats(self.train_x, self.train_y, hidden)
-        te_loss, te_acc = self._split_stats(self.test_x, self.test_y, None)
-        wnorm = torch.stack([p.pow(2).flatten(1).sum(1) for p in self.model.parameters()])
-        wnorm = wnorm.sum(0).sqrt()
-        cols = [tr_loss, tr_acc, te_loss, te_acc, wnorm]
-        cols.append(self._penalty_eval(hidden))
-        geo_cols = self._geometry(hidden)
-        fourier = self._fourier()
-        fracs = [fourier[0][0], fourier[1][0]] if fourier else []
-        # One host sync per evaluation.
-        values = torch.stack(cols + geo_cols + fracs).cpu()
-        freqs = [f[1].cpu().tolist() for f in fourier] if fourier else None
-        return self._rows(step, lam, values.tolist(), freqs, len(hidden))
-
-    def _penalty_eval(self, hidden: list[Tensor]) -> Tensor:
-        g = self.cfg.geomdr
-        if not g.enabled:
-            return torch.full_like(hidden[0][:, 0, 0], math.nan)
-        layers = g.layers if g.layers is not None else range(len(hidden))
-        total = sum((geo.geomdr_penalty(_finite(hidden[i]), g.target_dim) for i in layers),
-                    torch.zeros_like(hidden[0][:, 0, 0]))
-        return torch.where(_member_finite(hidden[-1]), total, math.nan)
-
-    def _geometry(self, hidden: list[Tensor]) -> list[Tensor]:
-        """Per layer: D_eff, rho, top-eigenvalue fraction on the fixed subsample; 3L x (E,)."""
-        if not self.cfg.geometry.enabled:
-            return []
-        out: list[Tensor] = []
-        for h in hidden:
-            z = _take(h, self.geo_idx)
-            ok = _member_finite(z)
-            z = _finite(z)
-            eigs = geo.covariance_spectrum(z.double())
-            vals = [
-                geo.participation_ratio(eigs).to(h.dtype),
-                geo.knn_distance(z, self.cfg.geometry.knn_k),
-                (eigs[..., 0] / eigs.sum(-1).clamp_min(1e-30)).to(h.dtype),
-            ]
-            out.extend(torch.where(ok, v, math.nan) for v in vals)
-        return out
-
-    def _fourier(self) -> list[tuple[Tensor, Tensor]] | None:
-        """Fourier concentration over the vocabulary (token embedding) and over the classes
-        (unembedding rows), Z_p tasks only."""
-        if not (self.cfg.geometry.enabled and self._zp):
-            return None
-        top = self.cfg.geometry.fourier_top
-        return [geo.fourier_concentration(w, top)
-                for w in (self.model.token_embedding, self.model.class_unembedding)]
-
-    def _rows(
-        self, step: int, lam: float, v: list[list[float]], freqs: Any, n_layers: int
-    ) -> tuple[list[dict], list[dict]]:
-        metrics, geometry = [], []
-        geo_on = self.cfg.geometry.enabled
-        for slot, m in enumerate(self.active):
-            rid = self.run_ids[m]
-            row = {
-                "run_id": rid, "step": step, "train_loss": v[0][slot], "train_acc": v[1][slot],
-                "test_loss": v[2][slot], "test_acc": v[3][slot], "weight_norm": v[4][slot],
-                "wall_time": self.elapsed + time.perf_counter() - self._t0,
-                "lr": self.opt.param_groups[0]["lr"], "geomdr_lambda": lam,
-                "geomdr_loss": _finite_or_none(v[5][slot]),
-            }
-            if geo_on:
-                base = 6
-                for layer in range(n_layers):
-                    d, r, t = (v[base + 3 * layer + k][slot] for k in range(3))
-                    geometry.append({"run_id": rid, "step": step, "layer": layer,
-                                     "deff": d, "rho": r, "top_eig_frac": t})
-                row["deff"], row["rho"] = geometry[-1]["deff"], geometry[-1]["rho"]
-                if freqs is not None:
-                    row["fourier_frac"] = v[base + 3 * n_layers][slot]
-                    row["fourier_freqs"] = ",".join(str(f) for f in freqs[0][slot])
-                    row["fourier_unembed_frac"] = v[base + 3 * n_layers + 1][slot]
-                    row["fourier_unembed_freqs"] = ",".join(str(f) for f in freqs[1][slot])
-            metrics.append(row)
-        return metrics, geometry
+        """metrics/ and geometry/ rows of the active members at this step."""
+        measures = evaluation.measure(self.model, self.cfg, (self.train_x, self.train_y),
+                                      (self.test_x, self.test_y), self.geo_idx)
+        host = evaluation.to_host(measures)  # the one host sync of this evaluation
+        common = {"wall_time": self.elapsed + time.perf_counter() - self._t0,
+                  "lr": self.opt.param_groups[0]["lr"], "geomdr_lambda": lam}
+        return evaluation.rows(host, [self.run_ids[m] for m in self.active], step, common)
 
     # ---- run ends, stops, compaction ----------------------------------------------------
 
@@ -351,17 +262,9 @@ class Trainer:
 
     # ---- the loop -----------------------------------------------------------------------
 
-    def run(
-        self,
-        sink: Sink | None,
-        on_eval: Callable[[EvalReport], None] | None,
-        progress: Callable[[EvalReport, Trainer], None] | None = None,
-    ) -> list[dict[str, Any]]:
+    def run(self, sink: Sink | None, on_eval: EvalCallback | None) -> list[dict[str, Any]]:
+        """Train to the budget (or until every run ended); the run rows of every member."""
         t = self.cfg.train
-        if t.threads:
-            torch.set_num_threads(t.threads)
-        # warn_only: on CUDA, ops without a deterministic kernel warn instead of raising.
-        torch.use_deterministic_algorithms(t.deterministic, warn_only=True)
         schedule = eval_steps(t.max_steps, t.eval_every, t.early_evals)
         pending = [s for s in schedule if s > self.step] if self.step else schedule
         self._t0 = time.perf_counter()
@@ -370,18 +273,14 @@ class Trainer:
                 self.step += 1
                 self._set_lr(self.step)
                 self._train_step(geo.geomdr_lambda(self.step, self.cfg.geomdr))
-            report = self._eval_and_report(sink, on_eval)
-            if progress:
-                progress(report, self)
+            self._eval_and_report(sink, on_eval)
             if not self.active:
                 break
         if sink is not None:
             sink.flush()
         return self.done
 
-    def _eval_and_report(
-        self, sink: Sink | None, on_eval: Callable[[EvalReport], None] | None
-    ) -> EvalReport:
+    def _eval_and_report(self, sink: Sink | None, on_eval: EvalCallback | None) -> None:
         lam = geo.geomdr_lambda(self.step, self.cfg.geomdr)
         metrics, geometry = self._evaluate(self.step, lam)
         report = EvalReport(self.step, metrics, geometry, [], self)
@@ -406,28 +305,6 @@ class Trainer:
             for row in report.finished:
                 sink.write_run(row)
         self._compact(keep)
-        return report
-
-
-def _take(t: Tensor, idx: Tensor) -> Tensor:
-    """Per-member rows: t (E, N, ...) and idx (E, B) -> (E, B, ...)."""
-    view = idx.view(*idx.shape, *([1] * (t.dim() - 2))).expand(*idx.shape, *t.shape[2:])
-    return t.gather(1, view)
-
-
-def _member_finite(z: Tensor) -> Tensor:
-    """(E, ...) -> (E,) bool: the member's tensor is entirely finite."""
-    return torch.isfinite(z).flatten(1).all(1)
-
-
-def _finite(z: Tensor) -> Tensor:
-    # A diverged member's NaNs would make eigh raise for the whole batch: zero them (the
-    # member is recorded as NaN / diverged at this evaluation anyway).
-    return torch.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
-
-
-def _finite_or_none(x: float) -> float | None:
-    return x if math.isfinite(x) else None
 
 
 def _member_config(cfg: Config, seed: int) -> Config:
@@ -442,18 +319,19 @@ def train(
     *,
     run_ids: Sequence[str] | None = None,
     sweep: str = "",
-    on_eval: Callable[[EvalReport], None] | None = None,
+    on_eval: EvalCallback | None = None,
     resume_from: str | Path | None = None,
     run_extra: Mapping[str, Any] | None = None,
-    progress: Callable[[EvalReport, Trainer], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Train every seed of `cfg` (one run each) and return their run rows.
 
     Rows go to `sink` (metrics and geometry at each evaluation, the run row when a run ends);
-    `on_eval` sees each EvalReport (checkpoints, external stops). `resume_from` is a directory
-    written by EvalReport.save_checkpoint: the run continues bit-identically from there.
+    `on_eval` sees each EvalReport (progress, checkpoints, external stops). `resume_from` is a
+    directory written by EvalReport.save_checkpoint: the run continues bit-identically from
+    there. Process-wide settings (threads, deterministic kernels) are the caller's:
+    ``process.configure_process``.
     """
     trainer = Trainer(cfg, run_ids, sweep, run_extra)
     if resume_from is not None:
         trainer.load_checkpoint(Path(resume_from))
-    return trainer.run(sink, on_eval, progress)
+    return trainer.run(sink, on_eval)

@@ -118,3 +118,13 @@ def ray_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
         pass
     stop_pids(tagged_pids(tag))
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def process_settings() -> None:
+    """The test process is an entry point like `sweepgrok train`: it sets the default
+    process-wide settings (deterministic kernels, malloc) once, before any trainer runs."""
+    from sweepgrok.config import TrainConfig
+    from sweepgrok.process import configure_process
+
+    configure_process(TrainConfig())

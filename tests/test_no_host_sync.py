@@ -76,4 +76,4 @@ def test_the_check_sees_a_read(host_reads):
     trainer = Trainer(from_flat(TINY))
     trainer._t0 = 0.0
     trainer._evaluate(0, 0.0)
-    assert any("trainer.py" in r and ("cpu" in r or "tolist" in r) for r in host_reads)
+    assert any("evaluation.py" in r and ("cpu" in r or "tolist" in r) for r in host_reads)

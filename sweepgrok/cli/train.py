@@ -28,11 +28,13 @@ def train(
     except ConfigError as err:
         raise fail(str(err)) from None
     out = out if out is not None else Path("runs") / config.stem
+    from sweepgrok.process import configure_process
     from sweepgrok.sink import ParquetSink
     from sweepgrok.trainer import train as run_training
 
+    configure_process(cfg.train)
     with _Progress(cfg.train.max_steps, len(cfg.train.seed_list), quiet) as prog:
-        rows = run_training(cfg, ParquetSink(out), sweep=out.name, progress=prog.update)
+        rows = run_training(cfg, ParquetSink(out), sweep=out.name, on_eval=prog.update)
     _print_runs(rows, out)
 
 
@@ -56,7 +58,7 @@ class _Progress:
     def __exit__(self, *exc: Any) -> None:
         self.bar.__exit__(*exc)
 
-    def update(self, report: Any, trainer: Any) -> None:
+    def update(self, report: Any) -> None:
         self.grokked += sum(r["grok_step"] is not None for r in report.finished)
         if report.metrics:
             m = report.metrics[0]

@@ -45,9 +45,9 @@ from sweepgrok.tune.callback import ParquetCallback
 from sweepgrok.tune.grid import TUNE_DIR, start_ray, trial_dirname
 from sweepgrok.tune.trainable import (
     Reporter,
+    configure_trial_process,
     run_ids_for,
     run_trial,
-    set_threads,
     trial_extra,
 )
 
@@ -152,7 +152,7 @@ def search_trainable(config: Mapping[str, Any], board: Any = None, train_fn: Any
         # away from it (single values were all checked before the search started).
         tune.report({OBJECTIVE: worst_value(budget, theta), FINAL: True, "invalid": str(err)})
         return
-    set_threads(float(meta.get("cpu", 1.0)))
+    configure_trial_process(cfg, float(meta.get("cpu", 1.0)))
     stem = trial_stem(int(meta["optuna_trial"]))
     run_ids = run_ids_for(sweep, stem, cfg)
     progress = TrialProgress(list(run_ids), str(meta["metric"]), theta, budget)

@@ -60,11 +60,12 @@ def summary(report: Any) -> dict[str, Any]:
     return {"step": report.step, "test_acc": best, "runs_finished": len(report.finished)}
 
 
-def set_threads(cpu_share: float) -> None:
-    """One torch intra-op thread per CPU the trial asked for (Ray does not set this)."""
-    import torch
+def configure_trial_process(cfg: Config, cpu_share: float) -> None:
+    """The process-wide settings of `cfg` for a trial's worker; threads default to one per CPU
+    the trial asked for (Ray does not set them)."""
+    from sweepgrok.process import configure_process
 
-    torch.set_num_threads(max(1, int(cpu_share)))
+    configure_process(cfg.train, default_threads=max(1, int(cpu_share)))
 
 
 class Reporter:
@@ -145,7 +146,7 @@ def trainable(config: Mapping[str, Any], train_fn: Callable[..., Any] | None = N
 
     meta = dict(config.get("sweep") or {})
     cfg = from_flat(config["cfg"], f"trial of sweep {meta.get('name', '')}")
-    set_threads(float(meta.get("cpu", 1.0)))
+    configure_trial_process(cfg, float(meta.get("cpu", 1.0)))
     trial_id = tune.get_context().get_trial_id() or "local"
     sweep = str(meta.get("name", ""))
     run_ids = run_ids_for(sweep, trial_id, cfg)

@@ -1,0 +1,191 @@
+"""What the trainer measures at an evaluation, by name, and the metrics/ and geometry/ rows.
+
+``measure`` returns device tensors keyed by the column they fill (E = active members):
+
+- ``member``: (E,) each, one metrics/ column (one row per run and step);
+- ``layer``: (E, L) each, one geometry/ column (one row per run, step and layer; layer i is
+  the hidden representation after block / hidden layer i);
+- ``freqs``: (E, K) integer tensors, one metrics/ text column of comma-separated ints.
+
+A new measurement is one entry in ``measure`` plus its column in ``sweepgrok.sink``'s schema.
+``to_host`` copies everything in one host sync (one per evaluation: on a GPU every read stalls
+the launch queue); ``rows`` builds the rows from the names.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from sweepgrok import geometry as geo
+from sweepgrok.config import Config, GeomDRConfig, GeometryConfig
+from sweepgrok.ensemble import finite, geomdr_loss, member_finite, take
+from sweepgrok.models import MLP, Transformer
+
+NAN_IS_NULL = frozenset({"geomdr_loss", "fourier_above_chance", "fourier_unembed_above_chance"})
+"""Member metrics whose NaN means 'not measured' (GeomDR off, or a diverged member; no
+frequencies left above the top ones): written as null. Every other NaN is a value (a diverged
+run's loss)."""
+
+
+@dataclass
+class Measures:
+    """One evaluation's measurements by column name (see the module docstring for shapes).
+
+    On the device from ``measure``; plain Python lists (per member first) from ``to_host``."""
+
+    member: dict[str, Any]
+    layer: dict[str, Any]
+    freqs: dict[str, Any]
+
+
+@torch.no_grad()
+def measure(
+    model: Transformer | MLP,
+    cfg: Config,
+    train: tuple[Tensor, Tensor],
+    test: tuple[Tensor, Tensor],
+    geo_idx: Tensor,
+) -> Measures:
+    """Losses, accuracies, norms, GeomDR loss and (geometry.enabled) representation geometry
+    of every member. train / test: (x (E, N, 3), y (E, N)); geo_idx (E, G): the fixed rows of
+    the training set on which geometry is measured."""
+    hidden: list[Tensor] = []
+    member: dict[str, Tensor] = {}
+    member["train_loss"], member["train_acc"] = _split_stats(model, *train, hidden)
+    member["test_loss"], member["test_acc"] = _split_stats(model, *test, None)
+    member["weight_norm"] = _weight_norm(model.parameters())
+    member["geomdr_loss"] = _geomdr_eval(hidden, cfg.geomdr)
+    layer: dict[str, Tensor] = {"weight_norm": _layer_weight_norm(model)}
+    freqs: dict[str, Tensor] = {}
+    if cfg.geometry.enabled:
+        layer.update(_geometry(hidden, geo_idx, cfg.geometry))
+        # The last hidden representation's, beside the losses (all layers are in geometry/).
+        member["deff"], member["rho"] = layer["deff"][:, -1], layer["rho"][:, -1]
+        if cfg.task.spec.cyclic:  # Fourier measures need token index = element of Z_p
+            top = cfg.geometry.fourier_top
+            for name, w in (("fourier", model.token_embedding),
+                            ("fourier_unembed", _effective_unembedding(model, cfg))):
+                frac, freqs[f"{name}_freqs"] = geo.fourier_concentration(w, top)
+                member[f"{name}_frac"] = frac
+                member[f"{name}_above_chance"] = geo.above_chance(frac, top, w.shape[-2])
+    return Measures(member, layer, freqs)
+
+
+def _effective_unembedding(model: Transformer | MLP, cfg: Config) -> Tensor:
+    """(E, C, d): the class rows as the logits see them: unit rows for the cosine unembedding
+    (logits = tau * cos(h, w_c) ignore the rows' lengths), the raw rows otherwise."""
+    rows = model.class_unembedding
+    if cfg.model.arch == "transformer" and cfg.model.unembed_resolved == "cosine":
+        return F.normalize(rows, dim=-1)
+    return rows
+
+
+def to_host(measures: Measures) -> Measures:
+    """Every tensor of `measures` as Python lists, read back in one host sync.
+
+    Each is flattened per member and cast to float64 (exact for float32 values and for the
+    frequency ints), concatenated to (E, total) and copied once."""
+    groups = (measures.member, measures.layer, measures.freqs)
+    tensors = [t for g in groups for t in g.values()]
+    if not tensors:
+        return Measures({}, {}, {})
+    e = tensors[0].shape[0]
+    flat = torch.cat([t.reshape(e, -1).double() for t in tensors], 1).cpu()
+    out: list[dict[str, Any]] = []
+    col = 0
+    for group in groups:
+        host: dict[str, Any] = {}
+        for name, t in group.items():
+            width = t[0].numel()
+            values = flat[:, col : col + width]
+            col += width
+            host[name] = values[:, 0].tolist() if t.dim() == 1 else values.tolist()
+        out.append(host)
+    return Measures(*out)
+
+
+def rows(
+    host: Measures, run_ids: Sequence[str], step: int, common: Mapping[str, Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """metrics/ rows (one per member, with the `common` columns such as lr) and geometry/ rows
+    (one per member and layer) of measures read back by ``to_host``; member slot i is run_ids[i]."""
+    metrics: list[dict[str, Any]] = []
+    geometry: list[dict[str, Any]] = []
+    n_layers = len(next(iter(host.layer.values()))[0]) if host.layer else 0
+    for slot, run_id in enumerate(run_ids):
+        key = {"run_id": run_id, "step": step}
+        row: dict[str, Any] = {**key, **common}
+        for name, values in host.member.items():
+            v = values[slot]
+            row[name] = None if name in NAN_IS_NULL and not math.isfinite(v) else v
+        for name, values in host.freqs.items():
+            row[name] = ",".join(str(int(f)) for f in values[slot])
+        metrics.append(row)
+        for layer in range(n_layers):
+            geometry.append({**key, "layer": layer,
+                             **{name: values[slot][layer] for name, values in host.layer.items()}})
+    return metrics, geometry
+
+
+# ---- the measurements ---------------------------------------------------------------------
+
+
+def _split_stats(
+    model: Transformer | MLP, x: Tensor, y: Tensor, hidden: list[Tensor] | None
+) -> tuple[Tensor, Tensor]:
+    """Mean cross-entropy and accuracy of each member on (x, y): two (E,)."""
+    logits = model(x, hidden=hidden)
+    e, n, c = logits.shape
+    loss = F.cross_entropy(logits.reshape(e * n, c), y.reshape(-1), reduction="none")
+    acc = (logits.argmax(-1) == y).float().mean(1)
+    return loss.view(e, n).mean(1), acc
+
+
+def _weight_norm(params: Any) -> Tensor:
+    """L2 norm of each member's parameters, all taken together: (E,)."""
+    return torch.stack([p.pow(2).flatten(1).sum(1) for p in params]).sum(0).sqrt()
+
+
+def _layer_weight_norm(model: Transformer | MLP) -> Tensor:
+    """L2 norm of each layer's parameters, per member: (E, L). Layer i is the one whose output
+    is hidden representation i: Transformer block i (attention, MLP, norms), MLP hidden layer
+    i (weight, bias); the embeddings and the readout belong to no layer."""
+    if isinstance(model, Transformer):
+        layers = [list(block.parameters()) for block in model.blocks]
+    else:
+        layers = [[w, b] for w, b in zip(model.weights, model.biases, strict=True)]
+    return torch.stack([_weight_norm(params) for params in layers], 1)
+
+
+def _geomdr_eval(hidden: list[Tensor], cfg: GeomDRConfig) -> Tensor:
+    """The GeomDR loss on the whole training set: (E,), NaN when GeomDR is off or the member's
+    last representation is not finite."""
+    if not cfg.enabled:
+        return torch.full_like(hidden[0][:, 0, 0], math.nan)
+    return torch.where(member_finite(hidden[-1]), geomdr_loss(hidden, cfg), math.nan)
+
+
+def _geometry(hidden: list[Tensor], geo_idx: Tensor, cfg: GeometryConfig) -> dict[str, Tensor]:
+    """Per layer, on the fixed subsample: D_eff, rho and the top-eigenvalue fraction, (E, L)
+    each; NaN for a member whose representation is not finite."""
+    cols: dict[str, list[Tensor]] = {"deff": [], "rho": [], "top_eig_frac": []}
+    for h in hidden:
+        z = take(h, geo_idx)
+        ok = member_finite(z)
+        z = finite(z)
+        eigs = geo.covariance_spectrum(z.double())
+        values = {
+            "deff": geo.participation_ratio(eigs).to(h.dtype),
+            "rho": geo.knn_distance(z, cfg.knn_k),
+            "top_eig_frac": (eigs[..., 0] / eigs.sum(-1).clamp_min(1e-30)).to(h.dtype),
+        }
+        for name, v in values.items():
+            cols[name].append(torch.where(ok, v, math.nan))
+    return {name: torch.stack(vs, 1) for name, vs in cols.items()}
