@@ -221,3 +221,99 @@ def test_runs_still_in_progress_are_noted_and_left_out(sweep: Path) -> None:
     assert result.exit_code == 0
     assert "1 run(s) have metrics but no runs/ row" in result.stderr
     assert pd.read_csv(io.StringIO(result.stdout))["n"].tolist() == [3, 3]
+
+
+# ---- the statistics issue's hand-built sweeps, through the command a user types -------------
+
+
+def write_runs(root: Path, runs: list[tuple[dict, int | None, str, int]]) -> Path:
+    """(config overrides, grok step or None, status, steps run) per run; evals every 100."""
+    sink = ParquetSink(root)
+    for i, (overrides, grok, status, steps_run) in enumerate(runs):
+        cfg = update(Config(), {"train.seed": i, **overrides})
+        rid = f"r{i}"
+        n = steps_run // EVAL + 1
+        rows = [
+            {"run_id": rid, "step": k * EVAL, "train_acc": 1.0,
+             "test_acc": 1.0 if grok is not None and k * EVAL >= grok else 0.1}
+            for k in range(n)
+        ]
+        sink.write_metrics(rows)
+        sink.write_run({**flatten(cfg), "run_id": rid, "status": status, "steps_run": steps_run})
+    return root
+
+
+def csv_table(*args: str | Path) -> pd.DataFrame:
+    code, out = invoke(*args, "--format", "csv")
+    assert code == 0, out
+    return pd.read_csv(io.StringIO(out))
+
+
+def test_a_diverged_run_stays_at_risk_in_analyze(tmp_path: Path) -> None:
+    budget = {"train.max_steps": 5000}
+    runs = [(budget, g, "completed", g) for g in (1000, 2000, 3000, 4000)]
+    runs.append((budget, None, "diverged", 100))
+    row = csv_table(write_runs(tmp_path / "div", runs)).iloc[0]
+    assert row["km_median"] == 3000 and row["n_failed"] == 1 and row["n_grokked"] == 4
+
+
+def test_km_median_of_two_runs_is_their_midpoint_in_analyze(tmp_path: Path) -> None:
+    runs = [({}, g, "completed", g) for g in (500, 800)]
+    row = csv_table(write_runs(tmp_path / "two", runs)).iloc[0]
+    assert row["km_median"] == 650 == row["grok_median"]
+
+
+def test_each_task_is_compared_with_its_own_baseline_in_analyze(tmp_path: Path) -> None:
+    groks = {("div", True): 1000, ("div", False): 4000, ("add", True): 900, ("add", False): 2000}
+    runs = [
+        ({"task.name": t, "task.p": 11, "geomdr.enabled": on}, g + 100 * s, "completed", 9000)
+        for (t, on), g in groks.items()
+        for s in range(3)
+    ]
+    sweep = write_runs(tmp_path / "strata", runs)
+    by = ("--by", "task.name,geomdr.enabled", "--baseline", "geomdr.enabled=false")
+    table = csv_table(sweep, *by)
+    rows = table.set_index(["task.name", "geomdr.enabled"])
+    assert rows.loc[("div", True), "baseline_group"] == "name=div, enabled=false"
+    assert rows.loc[("div", True), "speedup"] == pytest.approx(4100 / 1100)
+    assert rows.loc[("add", True), "baseline_group"] == "name=add, enabled=false"
+    code, out = invoke(sweep, *by)
+    assert code == 0 and "p Holm" in out and "vs" in out
+
+
+def test_three_against_three_gives_the_exact_p_in_analyze(tmp_path: Path) -> None:
+    runs = [({"model.norm": "none"}, g, "completed", g) for g in (400, 500, 600)]
+    runs += [({"model.norm": "sphere"}, g, "completed", g) for g in (100, 200, 300)]
+    table = csv_table(write_runs(tmp_path / "sep", runs), "--baseline", "model.norm=none")
+    sphere = table.set_index("model.norm").loc["sphere"]
+    assert 0.09 <= sphere["p"] <= 0.11 and sphere["p_asymptotic"] < 0.03
+
+
+def test_paired_needs_matching_seeds_in_analyze(tmp_path: Path) -> None:
+    runs = [({"model.norm": "none", "train.seed": s}, 400 + 100 * s, "completed", 900)
+            for s in (1, 2)]
+    runs += [({"model.norm": "sphere", "train.seed": s}, 100 * s, "completed", 900)
+             for s in (1, 2)]
+    sweep = write_runs(tmp_path / "pairs", runs)
+    table = csv_table(sweep, "--baseline", "model.norm=none", "--paired")
+    assert table.set_index("model.norm").loc["sphere", "n_pairs"] == 2
+    stray = ({"model.norm": "sphere", "train.seed": 7}, 100, "completed", 900)
+    odd = write_runs(tmp_path / "odd", [*runs[:3], stray])
+    code, out = invoke(odd, "--baseline", "model.norm=none", "--paired")
+    assert code == 2 and "--paired" in message(out) and "seeds" in out
+
+
+def test_a_threshold_the_runs_stopped_short_of_exits_2(tmp_path: Path) -> None:
+    stop = {"train.grok_threshold": 0.95, "train.stop_after_grok": True}
+    sink = ParquetSink(tmp_path / "stopped")
+    for i in range(2):
+        rows = [{"run_id": f"r{i}", "step": s, "train_acc": 1.0, "test_acc": a}
+                for s, a in ((0, 0.1), (100, 0.96))]
+        sink.write_metrics(rows)
+        cfg = flatten(update(Config(), {**stop, "train.seed": i}))
+        sink.write_run({**cfg, "run_id": f"r{i}", "status": "grokked", "steps_run": 100})
+    code, out = invoke(tmp_path / "stopped", "--threshold", "0.99")
+    assert code == 2
+    assert "--threshold" in message(out) and "0.95" in out
+    code, out = invoke(tmp_path / "stopped", "--threshold", "0.95")
+    assert code == 0, out
