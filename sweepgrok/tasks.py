@@ -20,12 +20,10 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
     from torch import Tensor
-
-    from sweepgrok.config import TaskConfig
 
     ZpOp = Callable[[Tensor, Tensor, int], tuple[Tensor, Tensor, Tensor]]
     """(a, b, p) -> the pairs kept and their labels."""
@@ -111,6 +109,24 @@ def operation_table(name: str, p: int) -> tuple[Tensor, Tensor]:
     return TASKS[name].table(p)
 
 
+class SplitSpec(Protocol):
+    """What a split needs of the task config (config.TaskConfig has it; a Protocol keeps this
+    module below config in the import graph)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def p(self) -> int: ...
+    @property
+    def train_fraction(self) -> float: ...
+    @property
+    def data_seed(self) -> int: ...
+    @property
+    def split_follows_seed(self) -> bool: ...
+    @property
+    def n_tokens(self) -> int: ...
+
+
 @dataclass(frozen=True)
 class Split:
     """One train/test split: inputs are [a, b, =] token rows, labels the answers."""
@@ -129,7 +145,7 @@ def with_eq(pairs: Tensor, eq_token: int) -> Tensor:
     return torch.cat([pairs, eq], dim=1)
 
 
-def make_split(cfg: TaskConfig, split_seed: int) -> Split:
+def make_split(cfg: SplitSpec, split_seed: int) -> Split:
     """Shuffle the full table with `split_seed` and keep round(train_fraction * M) for training.
 
     The permutation comes from a private generator, so the split never depends on the global
@@ -146,6 +162,6 @@ def make_split(cfg: TaskConfig, split_seed: int) -> Split:
     return Split(x[tr], labels[tr], x[te], labels[te])
 
 
-def split_seed_for(cfg: TaskConfig, init_seed: int) -> int:
+def split_seed_for(cfg: SplitSpec, init_seed: int) -> int:
     """task.data_seed, or the run's init seed when task.split_follows_seed (paper 1)."""
     return init_seed if cfg.split_follows_seed else cfg.data_seed
