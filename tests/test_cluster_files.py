@@ -38,12 +38,11 @@ def project_files() -> list[str]:
     done = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
     if done.returncode == 0:
         return done.stdout.split()
-    return [
-        str(Path(d, f).relative_to(ROOT))
-        for d, dirs, names in os.walk(ROOT)
-        if not dirs.__setitem__(slice(None), [x for x in dirs if x not in (".venv", ".git")])
-        for f in names
-    ]
+    files = []
+    for folder, dirs, names in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if d not in (".venv", ".git")]  # prune in place: not walked
+        files += [str(Path(folder, n).relative_to(ROOT)) for n in names]
+    return files
 
 
 def test_no_token_is_committed() -> None:
