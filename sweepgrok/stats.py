@@ -41,6 +41,7 @@ from sweepgrok.events import (
     GROK_THRESHOLDS,
     tag,
 )
+from sweepgrok.labels import key_labels
 from sweepgrok.survival import km_median, km_median_rows
 
 REPLICATE_KEYS = ("train.seed", "train.seeds", "task.data_seed")
@@ -346,11 +347,10 @@ def format_value(value: Any) -> str:
 
 
 def group_label(keys: Sequence[str], values: Sequence[Any]) -> str:
-    """'norm=sphere, weight_decay=1': the last part of each key unless two keys share it."""
+    """'norm=sphere, wd=1': each key's label (sweepgrok.labels) and its value."""
     if not keys:
         return "all runs"
-    short = [k.rsplit(".", 1)[-1] for k in keys]
-    names = short if len(set(short)) == len(short) else list(keys)
+    names = key_labels(keys)
     return ", ".join(f"{k}={format_value(v)}" for k, v in zip(names, values, strict=True))
 
 

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from sweepgrok.labels import key_labels
+
 NO_BASELINE = "no baseline in this stratum"
 """What a group shows when its stratum holds no baseline group (see sweepgrok.comparisons)."""
 
@@ -26,8 +28,14 @@ class Format(StrEnum):
     json = "json"
 
 
-def render(table: pd.DataFrame, keys: list[str], fmt: Format, threshold: float) -> str:
-    """The analysis table as text in `fmt` (csv and json keep every column, unrounded)."""
+def render(
+    table: pd.DataFrame, keys: list[str], fmt: Format, threshold: float, width: int | None = None
+) -> str:
+    """The analysis table as text in `fmt` (csv and json keep every column, unrounded).
+
+    `table` fits `width` columns (default: the terminal's): a table too wide for it is shown
+    one group after another, a line per column, instead of wrapping into an unreadable block.
+    """
     if fmt is Format.csv:
         return str(table.to_csv(index=False))
     if fmt is Format.json:
@@ -37,7 +45,8 @@ def render(table: pd.DataFrame, keys: list[str], fmt: Format, threshold: float) 
         lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
         return "\n".join(lines) + "\n\n" + legend(threshold, table) + "\n"
-    return _rich_text(headers, rows, legend(threshold, table))
+    n_keys = max(len(keys), 1)
+    return _terminal_text(headers, rows, n_keys, legend(threshold, table), width or _width())
 
 
 def legend(threshold: float, table: pd.DataFrame) -> str:
@@ -147,8 +156,7 @@ def display_rows(table: pd.DataFrame, keys: list[str]) -> tuple[list[str], list[
     """Headers and formatted cells for the human-readable formats (table, markdown)."""
     from sweepgrok.stats import format_value
 
-    short = [k.rsplit(".", 1)[-1] for k in keys]
-    headers = (short if len(set(short)) == len(short) else list(keys)) or ["group"]
+    headers = key_labels(keys) or ["group"]
     headers += ["grokked [95% CI]", "median grok [CI]", "mean grok ± se", "median delay [CI]"]
     headers += ["KM median", "min–max"]
     with_baseline = "speedup" in table
@@ -176,28 +184,60 @@ def display_rows(table: pd.DataFrame, keys: list[str]) -> tuple[list[str], list[
     return headers, rows
 
 
-def _rich_text(headers: list[str], rows: list[list[str]], note: str) -> str:
+def _terminal_text(
+    headers: list[str], rows: list[list[str]], n_keys: int, note: str, width: int
+) -> str:
+    """A rich table when it fits `width`, else one block per group; the legend wrapped."""
+    import textwrap
+
+    columns = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    fits = sum(columns) + 3 * len(columns) + 1 <= width  # rich's borders and padding
+    body = _rich_table(headers, rows, width) if fits else _stacked(headers, rows, n_keys, width)
+    return body + "\n" + textwrap.fill(note, width) + "\n"
+
+
+def _rich_table(headers: list[str], rows: list[list[str]], width: int) -> str:
     import io
 
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(show_lines=False, header_style="bold")
     for h in headers:
-        table.add_column(h)
+        table.add_column(Text(h), no_wrap=True)
     for r in rows:
-        table.add_row(*r)
-    console = Console(width=_width(), record=True, file=io.StringIO())
+        table.add_row(*(Text(c) for c in r))  # Text: user values are never read as markup
+    console = Console(width=width, record=True, file=io.StringIO())
     console.print(table)
-    console.print(note, style="dim")
-    return console.export_text(styles=False).rstrip("\n") + "\n"
+    return console.export_text(styles=False).rstrip("\n")
+
+
+def _stacked(headers: list[str], rows: list[list[str]], n_keys: int, width: int) -> str:
+    """Each group as a title line (its keys) and one indented line per other column."""
+    import textwrap
+
+    pad = max(len(h) for h in headers[n_keys:])
+    blocks = []
+    for r in rows:
+        title = ", ".join(f"{h}={v}" for h, v in zip(headers[:n_keys], r[:n_keys], strict=True))
+        lines = textwrap.wrap(title, width) or [""]
+        for h, v in zip(headers[n_keys:], r[n_keys:], strict=True):
+            lines += textwrap.wrap(
+                f"{h:<{pad}}  {v}", width, initial_indent="  ", subsequent_indent=" " * (pad + 4)
+            )
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
 
 
 def _width() -> int:
-    """The terminal's width on a terminal; 200 into a pipe or file, so cells do not wrap."""
+    """The terminal's width on a terminal. Into a pipe or a file: $COLUMNS when set, else wide
+    enough that the table stays one table (a file has no right edge)."""
+    import os
     import shutil
     import sys
 
     if sys.stdout.isatty():
-        return max(80, shutil.get_terminal_size((120, 24)).columns)
-    return 200
+        return max(40, shutil.get_terminal_size((120, 24)).columns)
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) >= 40 else 1000

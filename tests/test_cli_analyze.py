@@ -274,9 +274,9 @@ def test_each_task_is_compared_with_its_own_baseline_in_analyze(tmp_path: Path) 
     by = ("--by", "task.name,geomdr.enabled", "--baseline", "geomdr.enabled=false")
     table = csv_table(sweep, *by)
     rows = table.set_index(["task.name", "geomdr.enabled"])
-    assert rows.loc[("div", True), "baseline_group"] == "name=div, enabled=false"
+    assert rows.loc[("div", True), "baseline_group"] == "task=div, GeomDR=false"
     assert rows.loc[("div", True), "speedup"] == pytest.approx(4100 / 1100)
-    assert rows.loc[("add", True), "baseline_group"] == "name=add, enabled=false"
+    assert rows.loc[("add", True), "baseline_group"] == "task=add, GeomDR=false"
     code, out = invoke(sweep, *by)
     assert code == 0 and "p Holm" in out and "vs" in out
 
@@ -317,3 +317,26 @@ def test_a_threshold_the_runs_stopped_short_of_exits_2(tmp_path: Path) -> None:
     assert "--threshold" in message(out) and "0.95" in out
     code, out = invoke(tmp_path / "stopped", "--threshold", "0.95")
     assert code == 0, out
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_table_fits_the_terminal(tmp_path: Path, width: int) -> None:
+    from sweepgrok.tables import Format, render
+
+    groks = {("div", True): 1000, ("div", False): 4000, ("add", True): 900, ("add", False): 2000}
+    runs = [
+        ({"task.name": t, "task.p": 11, "geomdr.enabled": on}, g + 100 * s, "completed", 9000)
+        for (t, on), g in groks.items()
+        for s in range(3)
+    ]
+    summary = stats.summarize_sweeps(write_runs(tmp_path / "w", runs))
+    keys = ["task.name", "geomdr.enabled"]
+    table = comparisons.analysis_table(summary, keys, "geomdr.enabled=false")
+    text = render(table, keys, Format.table, 0.99, width=width)
+    assert max(len(line) for line in text.splitlines()) <= width
+    # Every group and every number is still there, under unambiguous labels.
+    for cell in ("task=div, GeomDR=true", "3/3 100%", "KM median", "p (exact)", "p Holm"):
+        assert cell in text
+    assert "name=" not in text and "enabled=" not in text
+    wide = render(table, keys, Format.table, 0.99, width=1000)
+    assert "│" in wide and "task" in wide.splitlines()[1]  # one table when it fits

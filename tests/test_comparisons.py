@@ -67,11 +67,11 @@ def test_baseline_is_taken_within_each_stratum() -> None:
     table = comparisons.compare(
         strata_layout(), "geomdr.enabled=false", ["task.name", "geomdr.enabled"]
     ).set_index("label")
-    div_on = table.loc["name=div, enabled=true"]
-    assert div_on["baseline_group"] == "name=div, enabled=false"
+    div_on = table.loc["task=div, GeomDR=true"]
+    assert div_on["baseline_group"] == "task=div, GeomDR=false"
     assert div_on["speedup"] == pytest.approx(8100 / 1100)  # div-off vs div-on, not add-off
-    add_on = table.loc["name=add, enabled=true"]
-    assert add_on["baseline_group"] == "name=add, enabled=false"
+    add_on = table.loc["task=add, GeomDR=true"]
+    assert add_on["baseline_group"] == "task=add, GeomDR=false"
     assert add_on["speedup"] == pytest.approx(3100 / 1000)
     assert table["is_baseline"].sum() == 2
     # Two comparisons: Holm doubles the smaller p.
@@ -83,7 +83,7 @@ def test_a_stratum_without_baseline_gets_no_comparison() -> None:
     summary = strata_layout()
     summary = summary[~((summary["task.name"] == "add") & ~summary["geomdr.enabled"])]
     table = comparisons.compare(summary, "geomdr.enabled=false", ["task.name", "geomdr.enabled"])
-    add_on = table.set_index("label").loc["name=add, enabled=true"]
+    add_on = table.set_index("label").loc["task=add, GeomDR=true"]
     assert pd.isna(add_on["baseline_group"]) and np.isnan(add_on["speedup"])
     assert np.isnan(add_on["p"]) and not add_on["is_baseline"]
 
@@ -92,7 +92,7 @@ def test_a_baseline_fixing_every_key_serves_every_group() -> None:
     table = comparisons.compare(
         strata_layout(), "task.name=add,geomdr.enabled=false", ["task.name", "geomdr.enabled"]
     )
-    assert set(table["baseline_group"]) == {"name=add, enabled=false"}
+    assert set(table["baseline_group"]) == {"task=add, GeomDR=false"}
     assert comparisons.n_comparisons(table) == 3
 
 

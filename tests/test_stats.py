@@ -249,7 +249,7 @@ def test_by_keys_auto_detected_and_validated(censored_group: pd.DataFrame) -> No
     summary = censored_group.assign(**{"optim.weight_decay": [0.0, 1.0, 1.0, 0.0, 1.0]})
     assert stats.varying_keys(summary) == ["optim.weight_decay"]
     table = stats.group_summary(summary)
-    assert table["label"].tolist() == ["weight_decay=0", "weight_decay=1"]
+    assert table["label"].tolist() == ["wd=0", "wd=1"]
     assert table["n"].tolist() == [2, 3]
     with pytest.raises(stats.AnalysisError, match="allowed: ") as err:
         stats.group_summary(summary, ["optim.wd"])

@@ -26,12 +26,11 @@ from sweepgrok.cli.common import (
     setup_logging,
 )
 from sweepgrok.config import ConfigError
+from sweepgrok.labels import key_labels
 from sweepgrok.spaces import GridSpec, load_grid, read_sweep_doc
 from sweepgrok.sweepdir import keep_sweep_file, prepare_grid_folder
 
 console = Console()
-SHORT = {"weight_decay": "wd", "attention": "attn", "target_dim": "d*", "start_step": "t_s"}
-"""Column headers of the run table for long key names."""
 
 
 def _cell(value: Any) -> str:
@@ -74,9 +73,9 @@ def runs_table(sweep_dir: Path, varying: list[str], sweep: str = "") -> Table:
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
-    for col in cols:  # short headers so a sweep's table fits an 80-column terminal
-        name = col.rsplit(".", 1)[-1]
-        table.add_column(SHORT.get(name, name), no_wrap=True)
+    # Short, unambiguous headers (sweepgrok.labels) so a sweep's table fits a terminal.
+    for header in ["run_id", *key_labels(keys), "status", "fit_step", "grok_step"]:
+        table.add_column(header, no_wrap=True)
     for _, row in runs.iterrows():
         cells = [_cell(row.get(c)) for c in cols]
         cells[0] = cells[0].removeprefix(f"{sweep}-")
