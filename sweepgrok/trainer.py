@@ -252,7 +252,8 @@ class Trainer:
         }
         tmp = path / f".{CHECKPOINT_FILE}.tmp"
         # Owner-only (0600): a checkpoint is read back on resume and holds the whole run.
-        with os.fdopen(os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600), "wb") as f:
+        tmp.unlink(missing_ok=True)  # a crashed save's leftover would keep its own mode
+        with os.fdopen(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600), "wb") as f:
             torch.save(state, f)
         os.replace(tmp, path / CHECKPOINT_FILE)
 
@@ -265,7 +266,8 @@ class Trainer:
         try:
             state = torch.load(file, map_location=self.device, weights_only=True)
         except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as err:
-            raise CheckpointError(f"{file}: not a sweepgrok checkpoint: {err}") from None
+            why = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            raise CheckpointError(f"{file}: not a sweepgrok checkpoint: {why}") from None
         if not isinstance(state, dict) or state.get("version") != CHECKPOINT_VERSION:
             raise CheckpointError(f"{file}: not a sweepgrok checkpoint of this version")
         if state.get("run_ids") != self.run_ids:
