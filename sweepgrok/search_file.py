@@ -54,6 +54,8 @@ from pydantic import (
 from sweepgrok.config import Config, ConfigError, from_flat
 from sweepgrok.spaces import FILE_CONFIG, ConfigKey, SweepFile, read_sweep_doc, validate_file
 
+StudyStorage = Literal["sqlite", "journal"]
+"""Where a study lives in the sweep folder: sqlite (optuna.db) or journal (optuna.journal)."""
 SAMPLER_EXTRAS = {"gp": "scipy", "cmaes": "cmaes"}
 """Sampler -> the Python package it needs beyond optuna."""
 
@@ -240,7 +242,7 @@ class SearchSection(BaseModel):
     time_cap_margin: float | None = Field(1.0, ge=1.0)
     """Stop a trial once it cannot beat best * margin; >= 1 (a smaller one would stop trials
     that could still win); null turns the time cap off."""
-    study_storage: Literal["sqlite", "journal"] = "sqlite"
+    study_storage: StudyStorage = "sqlite"
     """sqlite (<sweep>/optuna.db) or journal (<sweep>/optuna.journal)."""
     space: dict[Annotated[ConfigKey, AfterValidator(_searchable)], Dist]
     """Dotted config key -> distribution (see Dist)."""

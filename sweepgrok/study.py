@@ -7,23 +7,32 @@ computed, in ``sweepgrok.objective``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
+import os
 import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
+from sweepgrok.config import ConfigError
 from sweepgrok.objective import compute_saved
-from sweepgrok.search_file import Dist, SearchSpec
+from sweepgrok.search_file import Dist, SearchSpec, StudyStorage
 
 if TYPE_CHECKING:
     import optuna
 
+log = logging.getLogger(__name__)
+
 STUDY_FILE = "study.json"
 """Sweep-folder file naming the study (so --resume reuses it) and its storage."""
+STUDY_STORAGES: tuple[str, ...] = get_args(StudyStorage)
+"""Where a study may live: the sweep folder's optuna.db, or its optuna.journal."""
+_DAMAGED = "not a study record (fix it, or --fresh deletes the sweep folder and starts over)"
 SUMMARY_FILE = "search_summary.json"
 BEST_FILE = "best_trial.yaml"
 PLOT_FILE = "objective.png"
@@ -68,8 +77,36 @@ def new_study_record(spec: SearchSpec, sweep_dir: Path) -> dict[str, Any]:
 
 
 def read_study_record(sweep_dir: Path) -> dict[str, Any] | None:
+    """The sweep's study record (None when it has none), its storage always the sweep's own.
+
+    The record names the study; its ``storage`` is not trusted: a study lives only in the sweep
+    folder's own ``optuna.db`` or ``optuna.journal`` (so a moved folder still finds its study,
+    and an edited record cannot point Optuna at another database). Raises ConfigError naming
+    the file when it is not a study record.
+    """
     path = sweep_dir / STUDY_FILE
-    return json.loads(path.read_text()) if path.exists() else None
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise ConfigError(f"{path}: {_DAMAGED}: {err}") from None
+    if not isinstance(record, dict):
+        got = type(record).__name__
+        raise ConfigError(f"{path}: {_DAMAGED}: a JSON object expected, got {got}")
+    name, kind = record.get("study_name"), record.get("study_storage")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{path}: study_name: {_DAMAGED}: a study name expected, got {name!r}")
+    if kind not in STUDY_STORAGES:
+        raise ConfigError(
+            f"{path}: study_storage: {_DAMAGED}: one of {', '.join(STUDY_STORAGES)} expected, "
+            f"got {kind!r}"
+        )
+    own = storage_url(sweep_dir, kind)
+    if record.get("storage") != own:
+        log.warning("%s: storage %r ignored: the study is the sweep's own %s", path,
+                    record.get("storage"), own)
+    return {**record, "storage": own}
 
 
 def write_study_record(sweep_dir: Path, record: Mapping[str, Any]) -> None:
@@ -79,15 +116,27 @@ def write_study_record(sweep_dir: Path, record: Mapping[str, Any]) -> None:
     tmp.replace(sweep_dir / STUDY_FILE)
 
 
+def create_owner_only(path: Path) -> None:
+    """Create `path` empty and readable by its owner only (0600), unless it exists.
+
+    The study's file holds every trial; created here first, SQLite and Optuna's journal keep
+    its mode (SQLite gives its -journal and -wal files the mode of the database too)."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+
+
 def open_storage(record: Mapping[str, Any]) -> optuna.storages.BaseStorage:
-    """The study's storage object (SQLite RDB, or a JournalFileBackend file)."""
+    """The study's storage object (SQLite RDB, or a JournalFileBackend file), owner-only."""
     import optuna
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
+    url = str(record["storage"])
     if record["study_storage"] == "journal":
-        return JournalStorage(JournalFileBackend(record["storage"]))
-    return optuna.storages.RDBStorage(record["storage"])
+        create_owner_only(Path(url))
+        return JournalStorage(JournalFileBackend(url))
+    create_owner_only(Path(url.removeprefix("sqlite:///")))  # an empty file is an empty database
+    return optuna.storages.RDBStorage(url)
 
 
 def sampler_seed(seed: int | None, n_existing: int) -> int | None:

@@ -8,6 +8,12 @@
 - A search resumes its own study (``study.json``) and only while what its trials depend on is
   unchanged (the fingerprint of base, space, metric, mode).
 - The sweep file is copied beside the rows once (``sweep.yaml``), so the folder says what ran.
+- A folder sweepgrok creates holds a marker file (``.sweepgrok``). ``--fresh`` deletes only a
+  sweep folder: one with the marker, or one from a version before the marker whose every entry
+  is a name sweepgrok writes (OLD_SWEEP_ENTRIES). Anything else is refused, nothing deleted.
+- The sweep folder must be a real folder: a ``<storage>/<name>`` (or ``--out``) that is a file
+  or a symbolic link, or lies below a file, is refused before anything starts; so is a
+  non-empty folder that holds no sweep (sweepgrok never mixes its files into someone else's).
 """
 
 from __future__ import annotations
@@ -21,6 +27,33 @@ from sweepgrok.search_file import SearchSpec
 
 SWEEP_FILE = "sweep.yaml"
 """The copy of the grid or search file inside the sweep folder."""
+MARKER = ".sweepgrok"
+"""Marker file written into every sweep folder sweepgrok creates: ``--fresh`` deletes a folder
+only when it holds this file (or is an old sweep folder, see OLD_SWEEP_ENTRIES)."""
+MARKER_TEXT = "sweepgrok sweep folder: --fresh may delete this folder\n"
+PART_FOLDERS = ("runs", "metrics", "geometry")
+"""Folders of Parquet parts (sink.write_part: ``part-*.parquet``, ``.tmp-part-*.parquet``)."""
+OLD_SWEEP_ENTRIES = frozenset(
+    {
+        *PART_FOLDERS,
+        "tune",  # Ray Tune's experiment state and trial checkpoints
+        SWEEP_FILE,
+        "study.json",
+        ".study.json.tmp",
+        "optuna.db",
+        "optuna.db-journal",
+        "optuna.db-wal",
+        "optuna.db-shm",
+        "optuna.journal",
+        "optuna.journal.lock",
+        "search_summary.json",
+        "best_trial.yaml",
+        "objective.png",
+    }
+)
+"""Every name sweepgrok writes at the top of a sweep folder: a folder from before the marker
+whose entries are all among these (and whose part folders hold only Parquet parts) is a sweep
+folder ``--fresh`` may delete."""
 
 
 class FolderError(ConfigError):
@@ -33,11 +66,110 @@ def has_runs(sweep_dir: Path) -> bool:
     return parts or (sweep_dir / "tune").exists()
 
 
+def holds_sweep(sweep_dir: Path) -> bool:
+    """A folder sweepgrok wrote: the marker, rows, Tune state, a study or a sweep file."""
+    signs = (MARKER, SWEEP_FILE, "study.json")
+    return has_runs(sweep_dir) or any((sweep_dir / name).exists() for name in signs)
+
+
+def _is_old_sweep_folder(sweep_dir: Path) -> bool:
+    """A sweep folder from before the marker: only names sweepgrok writes, parts in part
+    folders, and at least one sign of a sweep."""
+    for entry in sweep_dir.iterdir():
+        if entry.name not in OLD_SWEEP_ENTRIES:
+            return False
+        if entry.name in (*PART_FOLDERS, "tune") and (entry.is_symlink() or not entry.is_dir()):
+            return False
+        if entry.name in PART_FOLDERS and not all(_is_part(p) for p in entry.iterdir()):
+            return False
+    return holds_sweep(sweep_dir)
+
+
+def _is_part(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink() and path.suffix == ".parquet"
+
+
+def may_delete(sweep_dir: Path) -> bool:
+    """Whether ``--fresh`` may delete this folder: it holds the marker or is an old sweep."""
+    if (sweep_dir / MARKER).is_file() and not (sweep_dir / MARKER).is_symlink():
+        return True
+    return _is_old_sweep_folder(sweep_dir)
+
+
+def _is_empty(folder: Path) -> bool:
+    return not any(folder.iterdir())
+
+
+def check_sweep_path(sweep_dir: Path) -> None:
+    """Refuse a sweep folder path that cannot hold a sweep, before anything starts.
+
+    A symbolic link, a file, a path below a file, or a non-empty folder that holds no sweep.
+    """
+    if sweep_dir.is_symlink():
+        raise FolderError(f"{sweep_dir}: is a symbolic link: a sweep folder must be a folder")
+    if sweep_dir.exists() and not sweep_dir.is_dir():
+        raise FolderError(f"{sweep_dir}: is a file, not a folder")
+    for parent in sweep_dir.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise FolderError(f"{sweep_dir}: cannot be created: {parent} is a file")
+            break
+    if sweep_dir.is_dir() and not _is_empty(sweep_dir) and not holds_sweep(sweep_dir):
+        raise FolderError(
+            f"{sweep_dir}: holds files but no sweep (no runs/, metrics/ or {MARKER}): "
+            "sweepgrok does not write into it; choose another name or storage folder"
+        )
+
+
+def delete_sweep_folder(sweep_dir: Path) -> None:
+    """``--fresh``: delete the sweep folder, only if it is one (``may_delete``).
+
+    An empty folder is left as it is (nothing to delete). Raises FolderError, deleting nothing,
+    for any other folder. ``shutil.rmtree`` unlinks symbolic links inside; it never follows them.
+    """
+    check_sweep_path(sweep_dir)
+    if not sweep_dir.exists() or _is_empty(sweep_dir):
+        return
+    if not may_delete(sweep_dir):
+        raise FolderError(
+            f"{sweep_dir}: --fresh deletes only a sweep folder, and this one holds files "
+            f"sweepgrok did not write (and no {MARKER} marker): nothing deleted; move them "
+            "away or choose another name"
+        )
+    shutil.rmtree(sweep_dir)
+
+
+def make_sweep_folder(sweep_dir: Path) -> None:
+    """Create the sweep folder (or adopt an empty or old one) and write its marker.
+
+    Raises FolderError when the folder cannot be created or written (permissions, disk)."""
+    try:
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        marker = sweep_dir / MARKER
+        if not marker.exists():
+            marker.write_text(MARKER_TEXT)
+    except OSError as err:
+        raise FolderError(f"{sweep_dir}: cannot write the sweep folder: {err.strerror}") from None
+
+
+def prepare_train_folder(out: Path, *, fresh: bool) -> None:
+    """``sweepgrok train --out``: like a grid launch, without a resume (train keeps no state)."""
+    if fresh:
+        delete_sweep_folder(out)
+    check_sweep_path(out)
+    if has_runs(out):
+        raise FolderError(
+            f"{out}: already holds runs: pass --fresh to delete it and start over, or "
+            "choose another --out"
+        )
+
+
 def prepare_grid_folder(sweep_dir: Path, *, resume: bool, fresh: bool) -> None:
     """``fresh`` deletes the sweep folder; otherwise refuse to mix a new sweep into old rows."""
-    if fresh and sweep_dir.exists():
-        shutil.rmtree(sweep_dir)
-    elif not resume and has_runs(sweep_dir):
+    if fresh:
+        delete_sweep_folder(sweep_dir)
+    check_sweep_path(sweep_dir)
+    if not resume and has_runs(sweep_dir):
         raise FolderError(
             f"{sweep_dir}: already holds a sweep: pass --resume to finish it, or --fresh to "
             "delete it and start over"
@@ -57,8 +189,9 @@ def prepare_search_folder(
     """
     from sweepgrok.study import fingerprint, new_study_record, read_study_record
 
-    if fresh and sweep_dir.exists():
-        shutil.rmtree(sweep_dir)
+    if fresh:
+        delete_sweep_folder(sweep_dir)
+    check_sweep_path(sweep_dir)
     record = read_study_record(sweep_dir)
     if record is None:
         if has_runs(sweep_dir):
@@ -82,8 +215,11 @@ def prepare_search_folder(
 
 def keep_sweep_file(source: Path, sweep_dir: Path) -> Path:
     """Copy the grid or search file into the sweep folder (once: a resume keeps the first)."""
-    sweep_dir.mkdir(parents=True, exist_ok=True)
+    make_sweep_folder(sweep_dir)
     copy = sweep_dir / SWEEP_FILE
     if not copy.exists():
-        shutil.copyfile(source, copy)
+        try:
+            shutil.copyfile(source, copy)
+        except OSError as err:
+            raise FolderError(f"{copy}: cannot write: {err.strerror}") from None
     return copy

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import pickle
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,8 +37,14 @@ from sweepgrok.sink import Sink
 from sweepgrok.tasks import make_split, split_seed_for
 
 CHECKPOINT_FILE = "trainer.pt"
+CHECKPOINT_VERSION = 1
+"""Layout of trainer.pt (Trainer.save_checkpoint); load_checkpoint refuses any other."""
 # Distinct streams per member so minibatch order and GeomDR subsets never share draws.
 _BATCH_STREAM, _GEOMDR_STREAM, _GEOMETRY_STREAM = 1, 2, 3
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be resumed from (damaged, crafted, or another run's)."""
 
 
 def eval_steps(max_steps: int, eval_every: int, early: bool) -> list[int]:
@@ -235,7 +242,8 @@ class Trainer:
     def save_checkpoint(self, path: Path) -> None:
         path.mkdir(parents=True, exist_ok=True)
         state = {
-            "version": 1, "step": self.step, "active": self.active, "run_ids": self.run_ids,
+            "version": CHECKPOINT_VERSION, "step": self.step, "active": self.active,
+            "run_ids": self.run_ids,
             "model": self.model.state_dict(), "opt": self.opt.state_dict(),
             "gens": [g.get_state() for g in self.gens],
             "geo_gens": [g.get_state() for g in self.geo_gens],
@@ -243,13 +251,27 @@ class Trainer:
             "elapsed": self.elapsed + time.perf_counter() - self._t0,
         }
         tmp = path / f".{CHECKPOINT_FILE}.tmp"
-        torch.save(state, tmp)
+        # Owner-only (0600): a checkpoint is read back on resume and holds the whole run.
+        tmp.unlink(missing_ok=True)  # a crashed save's leftover would keep its own mode
+        with os.fdopen(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600), "wb") as f:
+            torch.save(state, f)
         os.replace(tmp, path / CHECKPOINT_FILE)
 
     def load_checkpoint(self, path: Path) -> None:
-        state = torch.load(path / CHECKPOINT_FILE, map_location=self.device, weights_only=False)
-        if state["run_ids"] != self.run_ids:
-            raise ValueError(f"checkpoint {path} belongs to runs {state['run_ids']}")
+        """Restore the state written by save_checkpoint (CheckpointError if it is not one).
+
+        ``weights_only=True``: the state is plain tensors, dicts, lists, numbers and strings, so
+        nothing else is unpickled (a crafted file cannot run code on resume)."""
+        file = path / CHECKPOINT_FILE
+        try:
+            state = torch.load(file, map_location=self.device, weights_only=True)
+        except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as err:
+            why = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            raise CheckpointError(f"{file}: not a sweepgrok checkpoint: {why}") from None
+        if not isinstance(state, dict) or state.get("version") != CHECKPOINT_VERSION:
+            raise CheckpointError(f"{file}: not a sweepgrok checkpoint of this version")
+        if state.get("run_ids") != self.run_ids:
+            raise CheckpointError(f"checkpoint {path} belongs to runs {state.get('run_ids')}")
         self._compact([self.active.index(m) for m in state["active"]])
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["opt"])

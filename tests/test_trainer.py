@@ -4,10 +4,11 @@ import math
 from pathlib import Path
 
 import pytest
+import torch
 
 from sweepgrok.config import from_flat, load_config
 from sweepgrok.sink import METRICS_SCHEMA, ListSink
-from sweepgrok.trainer import eval_steps, train
+from sweepgrok.trainer import CHECKPOINT_FILE, CheckpointError, eval_steps, train
 
 TINY = {
     "task.p": 11, "task.train_fraction": 0.6, "model.d_model": 16, "model.n_heads": 2,
@@ -77,12 +78,39 @@ def test_resume_is_bit_identical(tmp_path, extra):
     first = ListSink()
     with pytest.raises(Crash):
         train(cfg, first, on_eval=crash_at_30)
+    assert (tmp_path / "ckpt" / "trainer.pt").stat().st_mode & 0o777 == 0o600  # owner-only
     resumed = ListSink()
     rows = train(cfg, resumed, resume_from=tmp_path / "ckpt")
     assert min(m["step"] for m in resumed.metrics) == 40  # nothing before the checkpoint again
     assert _trajectory(resumed) == _trajectory(whole, after=30)
     assert {k: v for k, v in rows[0].items() if k not in ("wall_time", "finished_at")} == {
         k: v for k, v in whole.runs[0].items() if k not in ("wall_time", "finished_at")}
+
+
+class _Payload:
+    """Unpickling this runs code: it opens (creates) the file named by `flag`."""
+
+    def __init__(self, flag):
+        self.flag = flag
+
+    def __reduce__(self):
+        return (open, (str(self.flag), "w"))
+
+
+@pytest.mark.parametrize("content", ["crafted", "garbage", "not a dict"])
+def test_resume_never_runs_code_from_a_checkpoint(tmp_path, content):
+    flag = tmp_path / "pwned"
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    if content == "crafted":
+        torch.save({"version": 1, "run_ids": _Payload(flag)}, ckpt / CHECKPOINT_FILE)
+    elif content == "garbage":
+        (ckpt / CHECKPOINT_FILE).write_bytes(b"\x80\x04garbage")
+    else:
+        torch.save([1, 2], ckpt / CHECKPOINT_FILE)
+    with pytest.raises(CheckpointError, match=r"trainer\.pt: not a sweepgrok checkpoint"):
+        train(_cfg(), ListSink(), resume_from=ckpt)
+    assert not flag.exists()
 
 
 def test_nan_loss_ends_as_diverged_not_a_crash():

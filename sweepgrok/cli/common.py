@@ -8,6 +8,7 @@ through ``fail``, from Typer's own option parsing through ``PlainErrorGroup``. N
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from enum import StrEnum
@@ -32,6 +33,20 @@ def fail(message: str, where: str | None = None) -> typer.Exit:
     """Print a user error in the one style (no traceback); returns the exit-2 exception to raise."""
     typer.echo(error_line(message, where), err=True)
     return typer.Exit(code=USER_ERROR)
+
+
+def apply_umask(umask: str | None) -> None:
+    """``--umask``: set this process's file-creation mask (octal) before anything is written."""
+    if umask is None:
+        return
+    try:
+        mask = int(umask, 8)
+    except ValueError:
+        mask = -1
+    if not 0 <= mask <= 0o777:
+        raise fail(f"{umask!r} is not an octal umask from 000 to 777 (e.g. 022, 027, 077)",
+                   "--umask")
+    os.umask(mask)
 
 
 def check_resume_fresh(resume: bool, fresh: bool) -> None:
@@ -109,7 +124,21 @@ Resume = Annotated[
     ),
 ]
 Fresh = Annotated[
-    bool, typer.Option("--fresh", help="Delete an existing sweep folder of this name first.")
+    bool,
+    typer.Option(
+        "--fresh",
+        help="Delete an existing sweep folder of this name first (only a folder sweepgrok "
+        "wrote: one with its .sweepgrok marker, or only sweepgrok's own files).",
+    ),
+]
+Umask = Annotated[
+    str | None,
+    typer.Option(
+        help="Octal umask of every file and folder this command writes, e.g. 027 (group reads, "
+        "others nothing) or 077 (owner only); default: the shell's. An embedded Ray's workers "
+        "inherit it; a cluster's keep their own. Studies and checkpoints are always owner-only.",
+        show_default=False,
+    ),
 ]
 Verbose = Annotated[
     bool,

@@ -20,7 +20,9 @@ from sweepgrok.cli.common import (
     MaxConcurrent,
     Resume,
     Storage,
+    Umask,
     Verbose,
+    apply_umask,
     check_resume_fresh,
     fail,
     setup_logging,
@@ -93,10 +95,12 @@ def launch(
         bool, typer.Option("--dry-run", help="Print the trial table; start nothing.")
     ] = False,
     fresh: Fresh = False,
+    umask: Umask = None,
     verbose: Verbose = False,
 ) -> None:
     """Run every trial of a grid file on Ray Tune; rows land in <storage>/<name>/ Parquet."""
     check_resume_fresh(resume, fresh)
+    apply_umask(umask)
     setup_logging(verbose)
     try:
         if "search" in read_sweep_doc(grid):
@@ -113,6 +117,7 @@ def launch(
         return
     try:
         prepare_grid_folder(sweep_dir, resume=resume, fresh=fresh)
+        keep_sweep_file(spec.settings.source, sweep_dir)  # creates the folder and its marker
     except ConfigError as err:
         raise fail(str(err)) from None
     outcome = run(spec, sweep_dir, address, max_concurrent, resume, verbose)
@@ -133,10 +138,9 @@ def run(
     resume: bool,
     verbose: bool = False,
 ) -> Any:
-    """Start Ray (embedded or cluster) and run the trials; keep the grid beside the rows."""
+    """Start Ray (embedded or cluster) and run the trials."""
     from sweepgrok.tune.grid import launch_grid
 
-    keep_sweep_file(spec.settings.source, sweep_dir)
     return launch_grid(
         spec,
         sweep_dir,

@@ -21,7 +21,9 @@ from sweepgrok.cli.common import (
     MaxConcurrent,
     Resume,
     Storage,
+    Umask,
     Verbose,
+    apply_umask,
     check_resume_fresh,
     fail,
     setup_logging,
@@ -111,6 +113,7 @@ def search(
     max_concurrent: MaxConcurrent = None,
     resume: Resume = False,
     fresh: Fresh = False,
+    umask: Umask = None,
     verbose: Verbose = False,
 ) -> None:
     """Search config keys (GeomDR schedule, ...) with Optuna for the fastest grokking.
@@ -120,6 +123,7 @@ def search(
     Writes <sweep>/best_trial.yaml, search_summary.json, objective.png; the study is optuna.db.
     """
     check_resume_fresh(resume, fresh)
+    apply_umask(umask)
     setup_logging(verbose)
     try:
         spec = load_search(search_file).with_overrides(
@@ -127,6 +131,7 @@ def search(
         )
         sweep_dir = spec.sweep_dir(storage)
         record = prepare_search_folder(spec, sweep_dir, resume=resume, fresh=fresh)
+        keep_sweep_file(spec.settings.source, sweep_dir)  # creates the folder and its marker
     except ConfigError as err:
         raise fail(str(err)) from None
     outcome = run(spec, sweep_dir, record, address, verbose)
@@ -150,10 +155,9 @@ def run(
     address: str | None,
     verbose: bool = False,
 ) -> Any:
-    """Persist the study record and a copy of the search file, then run the trials."""
+    """Persist the study record, then run the trials."""
     from sweepgrok.study import write_study_record
     from sweepgrok.tune.search import run_search
 
     write_study_record(sweep_dir, record)
-    keep_sweep_file(spec.settings.source, sweep_dir)
     return run_search(spec, sweep_dir, record, address=address, verbose=verbose)

@@ -7,8 +7,9 @@ from typing import Annotated, Any
 
 import typer
 
-from sweepgrok.cli.common import fail
+from sweepgrok.cli.common import Fresh, Umask, apply_umask, fail
 from sweepgrok.config import ConfigError, load_config
+from sweepgrok.sweepdir import make_sweep_folder, prepare_train_folder
 
 
 def train(
@@ -21,13 +22,24 @@ def train(
         Path | None, typer.Option(help="Sweep folder to write (default: runs/<config stem>).")
     ] = None,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
+    fresh: Fresh = False,
+    umask: Umask = None,
 ) -> None:
-    """Run one trial (or its train.seeds in lockstep) without Ray; write runs/ and metrics/."""
+    """Run one trial (or its train.seeds in lockstep) without Ray; write runs/ and metrics/.
+
+    A sweep folder that already holds runs is refused (--fresh deletes it first)."""
+    apply_umask(umask)
     try:
         cfg = load_config(config, set_ or [])
     except ConfigError as err:
         raise fail(str(err)) from None
+    where = "--out" if out is not None else None
     out = out if out is not None else Path("runs") / config.stem
+    try:  # before training: a folder that cannot take the rows would lose the run at the end
+        prepare_train_folder(out, fresh=fresh)
+        make_sweep_folder(out)
+    except ConfigError as err:
+        raise fail(str(err), where) from None
     from sweepgrok.process import configure_process
     from sweepgrok.sink import ParquetSink
     from sweepgrok.trainer import train as run_training

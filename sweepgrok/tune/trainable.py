@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import socket
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +70,20 @@ def configure_trial_process(cfg: Config, cpu_share: float) -> None:
     configure_process(cfg.train, default_threads=max(1, int(cpu_share)))
 
 
+@contextmanager
+def owner_only_files() -> Iterator[None]:
+    """Files and folders this process creates meanwhile are its owner's only (umask 077).
+
+    Tune copies a checkpoint into the sweep's storage inside ``tune.report``, in this process,
+    with the process's umask: trial checkpoints land 0600 (folders 0700) whatever it is."""
+    old = os.umask(0o077)
+    os.umask(old | 0o077)  # never looser than the process's own mask
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
 class Reporter:
     """on_eval hook: report every evaluation, with a checkpoint every `every` evaluations.
 
@@ -103,7 +119,8 @@ class Reporter:
                 self.save_extras(Path(tmp))
                 metrics[CKPT_FLAG] = True
                 # Tune copies the directory into the trial's storage before report returns.
-                tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(tmp))
+                with owner_only_files():
+                    tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(tmp))
         else:
             tune.report(metrics)
 
