@@ -67,8 +67,13 @@ class AnalysisError(ValueError):
         self.param = param
 
 
-def read_sweeps(sweep_dirs: str | Path | Iterable[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(metrics, runs) of one or more sweep folders, deduplicated, metrics projected."""
+def read_sweeps(
+    sweep_dirs: str | Path | Iterable[str | Path], *, skip_damaged: bool = False
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(metrics, runs) of one or more sweep folders, deduplicated, metrics projected.
+
+    A damaged part file raises sweepgrok.parts.DamagedPart (`skip_damaged`: left out, warned).
+    """
     from sweepgrok.sink import read_metrics, read_runs
 
     dirs = [sweep_dirs] if isinstance(sweep_dirs, str | Path) else list(sweep_dirs)
@@ -76,12 +81,12 @@ def read_sweeps(sweep_dirs: str | Path | Iterable[str | Path]) -> tuple[pd.DataF
     # sweeps analysed together can then be told apart with --by sweep).
     parts = []
     for d in dirs:
-        part = read_runs(d)
+        part = read_runs(d, skip_damaged=skip_damaged)
         part["sweep"] = part["sweep"].fillna(Path(d).name)
         parts.append(part)
     runs = pd.concat(parts, ignore_index=True) if parts else read_runs([])
     runs = runs.drop_duplicates("run_id", keep="last").reset_index(drop=True)
-    return read_metrics(dirs, list(METRIC_COLUMNS)), runs
+    return read_metrics(dirs, list(METRIC_COLUMNS), skip_damaged=skip_damaged), runs
 
 
 # ---------------------------------------------------------------- per run
