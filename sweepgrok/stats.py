@@ -86,7 +86,20 @@ def read_sweeps(
         parts.append(part)
     runs = pd.concat(parts, ignore_index=True) if parts else read_runs([])
     runs = runs.drop_duplicates("run_id", keep="last").reset_index(drop=True)
-    return read_metrics(dirs, list(METRIC_COLUMNS), skip_damaged=skip_damaged), runs
+    metrics = read_metrics(dirs, list(METRIC_COLUMNS), skip_damaged=skip_damaged)
+    for d, part in zip(dirs, parts, strict=True):
+        _check_metrics_present(Path(d), part, metrics["run_id"])
+    return metrics, runs
+
+
+def _check_metrics_present(sweep_dir: Path, runs: pd.DataFrame, metric_ids: pd.Series) -> None:
+    # Without their evaluations, runs that ran would all count as censored: refuse instead.
+    ran = runs[runs["status"].isin(("grokked", "completed", "censored"))]
+    if len(ran) and not ran["run_id"].isin(metric_ids).any():
+        raise AnalysisError(
+            f"{sweep_dir}: runs/ records {len(ran)} run(s) that ran, but metrics/ holds none of "
+            "their evaluations (missing, empty or left out): their grok steps are unknown"
+        )
 
 
 # ---------------------------------------------------------------- per run

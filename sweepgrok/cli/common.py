@@ -22,7 +22,7 @@ try:  # recent Typer vendors Click as typer._click (its own exception classes); 
 except ImportError:  # pragma: no cover
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
-from sweepgrok.errors import USER_ERROR, error_line
+from sweepgrok.errors import RUN_FAILED, USER_ERROR, error_line
 from sweepgrok.outputs import output_problem
 
 LOGGER = "sweepgrok"
@@ -34,6 +34,13 @@ def fail(message: str, where: str | None = None, code: int = USER_ERROR) -> type
     (exit 2, a user mistake, unless `code` says otherwise: RUN_FAILED for a run cut short)."""
     typer.echo(error_line(message, where), err=True)
     return typer.Exit(code=code)
+
+
+def cannot_write_rows(err: Exception, then: str) -> typer.Exit:
+    """A sweep folder that takes no more rows (sink.PartWriteError: disk full, read-only): what
+    is on disk is intact, `then` says how to go on; exit RUN_FAILED, no traceback."""
+    message = f"{err}: the part files written before are intact; once there is space, {then}"
+    return fail(message, code=RUN_FAILED)
 
 
 def check_resume_fresh(resume: bool, fresh: bool) -> None:

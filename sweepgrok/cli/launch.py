@@ -21,6 +21,7 @@ from sweepgrok.cli.common import (
     Resume,
     Storage,
     Verbose,
+    cannot_write_rows,
     check_resume_fresh,
     fail,
     setup_logging,
@@ -116,7 +117,13 @@ def launch(
         prepare_grid_folder(sweep_dir, resume=resume, fresh=fresh)
     except ConfigError as err:
         raise fail(str(err)) from None
-    outcome = run(spec, sweep_dir, address, max_concurrent, resume, verbose)
+    from sweepgrok.sink import PartWriteError
+
+    try:
+        outcome = run(spec, sweep_dir, address, max_concurrent, resume, verbose)
+    except PartWriteError as err:  # Tune's state is saved: the trials resume from checkpoints
+        then = f"`sweepgrok launch {grid} --resume` continues"
+        raise cannot_write_rows(err, then) from None
     console.print(runs_table(sweep_dir, spec.varying, spec.settings.name))
     if outcome.unfinished or outcome.errored:
         console.print(

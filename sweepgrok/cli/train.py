@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from sweepgrok.cli.common import fail
+from sweepgrok.cli.common import cannot_write_rows, fail
 from sweepgrok.config import ConfigError, load_config
 
 
@@ -29,12 +29,16 @@ def train(
         raise fail(str(err)) from None
     out = out if out is not None else Path("runs") / config.stem
     from sweepgrok.process import configure_process
-    from sweepgrok.sink import ParquetSink
+    from sweepgrok.sink import ParquetSink, PartWriteError
     from sweepgrok.trainer import train as run_training
 
     configure_process(cfg.train)
-    with _Progress(cfg.train.max_steps, len(cfg.train.seed_list), quiet) as prog:
-        rows = run_training(cfg, ParquetSink(out), sweep=out.name, on_eval=prog.update)
+    try:
+        with _Progress(cfg.train.max_steps, len(cfg.train.seed_list), quiet) as prog:
+            rows = run_training(cfg, ParquetSink(out), sweep=out.name, on_eval=prog.update)
+    except PartWriteError as err:  # a rerun writes the same run ids: readers keep its rows
+        then = "run the same `sweepgrok train` again (its rows supersede these)"
+        raise cannot_write_rows(err, then) from None
     _print_runs(rows, out)
 
 
