@@ -20,7 +20,7 @@ from typing import Any
 from ray import tune
 
 from sweepgrok.config import flatten, from_flat
-from sweepgrok.sink import ParquetSink, read_runs
+from sweepgrok.sink import ParquetSink, PartWriteError, read_runs
 from sweepgrok.tune.progress import LiveView
 from sweepgrok.tune.prune import CheckpointPruner
 from sweepgrok.tune.trainable import CKPT_FLAG, PAYLOAD, run_ids_for
@@ -151,6 +151,19 @@ class ParquetCallback(tune.Callback):
         done = sum(t.status in ("TERMINATED", "ERROR") for t in trials)
         running = sum(t.status == "RUNNING" for t in trials)
         self._view.update(done=done, running=running, grokked=self.grokked)
+
+
+def raise_write_error(err: BaseException) -> None:
+    """Raise the PartWriteError behind `err`, if any (else return).
+
+    Tune turns a callback's exception into a TuneError holding only its traceback's text (the
+    original is its __context__): unwrapped, a full disk reaches the command as itself.
+    """
+    seen: BaseException | None = err
+    while seen is not None:
+        if isinstance(seen, PartWriteError):
+            raise seen from None
+        seen = seen.__cause__ or seen.__context__
 
 
 def error_text(trial: Any) -> str:
