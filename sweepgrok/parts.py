@@ -97,7 +97,9 @@ def _entry_problem(path: Path) -> str | None:
 def _file_problem(fragment: ds.ParquetFileFragment, schema: pa.Schema) -> str | None:
     """A reason when the file's footer cannot be read or its columns do not fit `schema`."""
     try:
-        have = fragment.physical_schema  # read once, cached for the scan that follows
+        # The footer, read once and kept on the fragment: the scan that follows reuses it.
+        fragment.ensure_complete_metadata()
+        have = fragment.physical_schema
     except ARROW_ERRORS as err:
         return f"not a readable Parquet file, truncated or garbage ({_short(err)})"
     return schema_problem(have, schema)

@@ -27,6 +27,7 @@ ROOT = Path(__file__).parents[1]
 def run_cli(*args: str | Path) -> Any:
     result = runner.invoke(app, [str(a) for a in args])
     assert "Traceback" not in result.output, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     return result
 
 

@@ -131,7 +131,8 @@ class ParquetCallback(tune.Callback):
 
     def _ended_ok(self, row: Mapping[str, Any]) -> bool:
         # A run that ended in an earlier driver session (before a --resume) keeps its row.
-        runs = read_runs(self.sweep_dir, columns=["status"])
+        # A damaged part is left out (warned) here: it must not stop the sweep; analyze refuses it.
+        runs = read_runs(self.sweep_dir, columns=["status"], skip_damaged=True)
         hit = runs[runs["run_id"] == row["run_id"]]
         return bool(len(hit)) and hit["status"].iloc[-1] != "failed"
 
