@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import NoReturn
 
 from sweepgrok import stats
-from sweepgrok.errors import USER_ERROR, analysis_option, error_line
+from sweepgrok.errors import (
+    USER_ERROR,
+    analysis_option,
+    damaged_part_message,
+    error_line,
+)
+from sweepgrok.outputs import os_reason, output_problem
+from sweepgrok.parts import DamagedPart
 from sweepgrok.report import THRESHOLDS, build_report
 
 
@@ -36,6 +43,11 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--baseline", default=None, help="baseline runs as key=value[,key=value]")
     ap.add_argument("--paired", action="store_true", help="match runs by seed (see analyze)")
     ap.add_argument(
+        "--skip-damaged",
+        action="store_true",
+        help="leave out damaged part files (warned) instead of exiting 2",
+    )
+    ap.add_argument(
         "--threshold",
         type=float,
         choices=THRESHOLDS,
@@ -53,13 +65,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         print(error_line("not a folder (SWEEP_DIR)", str(missing[0])), file=sys.stderr)
         return USER_ERROR
+    problem = output_problem(args.out, folder=True)
+    if problem:
+        print(error_line(problem, "--out"), file=sys.stderr)
+        return USER_ERROR
     by = [k.strip() for k in args.by.split(",") if k.strip()] if args.by else None
     try:
         report = build_report(
-            args.sweep_dirs, args.out, by, args.baseline, args.threshold, args.paired
+            args.sweep_dirs,
+            args.out,
+            by,
+            args.baseline,
+            args.threshold,
+            args.paired,
+            skip_damaged=args.skip_damaged,
         )
     except stats.AnalysisError as err:
         print(error_line(str(err), analysis_option(err)), file=sys.stderr)
+        return USER_ERROR
+    except DamagedPart as err:
+        print(error_line(damaged_part_message(err), str(err.sweep_dir)), file=sys.stderr)
+        return USER_ERROR
+    except OSError as err:  # reading raises DamagedPart: this is the report's folder
+        print(error_line(f"{args.out}: cannot write: {os_reason(err)}", "--out"), file=sys.stderr)
         return USER_ERROR
     print(f"wrote {report}")
     return 0

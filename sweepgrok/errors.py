@@ -11,7 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 USER_ERROR = 2
-"""Exit code of every user mistake (a bad file, key, value, option or sweep folder)."""
+"""Exit code of every user mistake (a bad file, key, value, option or sweep folder, a damaged
+part file)."""
+RUN_FAILED = 1
+"""Exit code of a run that could not finish (a failed trial, a full disk): `--resume` goes on."""
 
 
 def error_line(message: str, where: str | None = None) -> str:
@@ -23,3 +26,11 @@ def analysis_option(err: Any) -> str:
     """The option a ``stats.AnalysisError`` is about (its ``param``), else the sweep folders."""
     param = getattr(err, "param", None)
     return f"--{param}" if param else "SWEEP_DIR"
+
+
+def damaged_part_message(err: Any) -> str:
+    """A sweepgrok.parts.DamagedPart's message, with what to do; its `where` is err.sweep_dir."""
+    return (
+        f"{err.part}: {err.reason}: move it aside (the other part files are intact), or pass "
+        "--skip-damaged to leave it out"
+    )

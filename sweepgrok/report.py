@@ -56,9 +56,11 @@ def build_report(
     baseline: str | None = None,
     threshold: float | None = None,
     paired: bool = False,
+    skip_damaged: bool = False,
 ) -> Path:
-    """Write the report folder of sweep folders; returns report.md (AnalysisError on bad input)."""
-    metrics, runs = stats.read_sweeps(sweep_dirs)
+    """Write the report folder of sweep folders; returns report.md (AnalysisError on bad input,
+    sweepgrok.parts.DamagedPart on a damaged part file unless `skip_damaged`)."""
+    metrics, runs = stats.read_sweeps(sweep_dirs, skip_damaged=skip_damaged)
     summary, pending = stats.recorded_runs(stats.run_summary(metrics, runs))
     sources = [Path(d).resolve().name for d in sweep_dirs]  # names, never machine paths
     return write_report(

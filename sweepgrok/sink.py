@@ -14,6 +14,7 @@ keep the last-written row per key (``(run_id, step)``, ``(run_id, step, layer)``
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import uuid
@@ -26,6 +27,15 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from sweepgrok.config import SECTIONS
+from sweepgrok.outputs import os_reason
+from sweepgrok.parts import (
+    ARROW_ERRORS,
+    DamagedPart,
+    as_dataset,
+    damaged,
+    part_files,
+    scan_problem,
+)
 
 # Part files carry a monotone write order in their name so readers can keep the newest row.
 _PART_FMT = "part-{seq:013d}-{uid}.parquet"
@@ -172,13 +182,40 @@ def _next_seq() -> int:
         return _last_seq
 
 
+class PartWriteError(OSError):
+    """A part file could not be written (disk full, read-only, no permission).
+
+    Nothing of it is left behind, and the parts written before are intact: once the cause is
+    gone, a resumed sweep re-emits the rows after its last checkpoint (readers deduplicate).
+    """
+
+    def __init__(self, folder: Path, err: OSError) -> None:
+        reason = os_reason(err)  # pyarrow's own text is a sentence around the errno's
+        super().__init__(err.errno, reason)
+        self.folder = folder
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"{self.folder}: cannot write a part file: {self.reason}"
+
+
 def write_part(folder: Path, table: pa.Table) -> Path:
-    """Write one immutable part: temporary name in the same folder, then atomic rename."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Write one immutable part: temporary name in the same folder, then atomic rename.
+
+    Raises PartWriteError when the folder cannot take it; the temporary file is removed.
+    """
     final = folder / _PART_FMT.format(seq=_next_seq(), uid=uuid.uuid4().hex[:8])
     tmp = folder / f".tmp-{final.name}"
-    pq.write_table(table, tmp)
-    os.replace(tmp, final)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, tmp)
+        os.replace(tmp, final)
+    except BaseException as err:  # interrupted too: never leave a partial file behind
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise PartWriteError(folder, err) from err
+        raise
     return final
 
 
@@ -258,36 +295,62 @@ KEYS = {"metrics": ["run_id", "step"], "geometry": ["run_id", "step", "layer"], 
 SCHEMAS = {"metrics": METRICS_SCHEMA, "geometry": GEOMETRY_SCHEMA, "runs": RUNS_SCHEMA}
 
 
-def _part_files(folder: Path) -> list[Path]:
-    # Name order is write order (see _PART_FMT); temporary files are never read.
-    return sorted(p for p in folder.glob("*.parquet") if not p.name.startswith("."))
-
-
 def read_table(
     sweep_dirs: str | Path | Iterable[str | Path],
     kind: str = "metrics",
     columns: Sequence[str] | None = None,
+    *,
+    skip_damaged: bool = False,
 ) -> pa.Table:
     """Read `kind` (metrics, geometry, runs) of one or more sweep folders, deduplicated.
 
     Keeps the last-written row for each key, so a retried, resumed or re-reported run counts
-    once. `columns` projects (the key columns are always read).
+    once. `columns` projects (the key columns are always read). A damaged part file raises
+    DamagedPart, or with `skip_damaged` is left out with a warning (sweepgrok.parts).
     """
     if kind not in SCHEMAS:
         raise ValueError(f"kind must be one of {', '.join(SCHEMAS)} (got {kind!r})")
-    dirs = [sweep_dirs] if isinstance(sweep_dirs, str | Path) else list(sweep_dirs)
-    files = [f for d in dirs for f in _part_files(Path(d) / kind)]
+    dirs = [Path(sweep_dirs)] if isinstance(sweep_dirs, str | Path) else list(map(Path, sweep_dirs))
     schema = SCHEMAS[kind]
+    parts = part_files(dirs, kind, schema, skip_damaged)
     keys = KEYS[kind]
     cols = None if columns is None else list(dict.fromkeys([*keys, *columns]))
-    if not files:
+    try:
+        table = _scan(parts, schema, cols)
+    except ARROW_ERRORS:
+        # A part whose footer is fine but whose rows are not: find it (and, skipping, retry).
+        parts = _drop_unreadable(parts, schema, cols, skip_damaged)
+        table = _scan(parts, schema, cols)
+    return dedupe(table, keys)
+
+
+def _scan(parts: Sequence[ds.Fragment], schema: pa.Schema, cols: list[str] | None) -> pa.Table:
+    if not parts:
         empty = schema.empty_table()
         return empty if cols is None else empty.select(cols)
-    # Files are appended in write order; dedupe keeps the last occurrence of each key.
-    table = ds.dataset([str(f) for f in files], schema=schema, format="parquet").to_table(
-        columns=cols
-    )
-    return dedupe(table, keys)
+    # Parts are appended in write order; dedupe keeps the last occurrence of each key.
+    return as_dataset(parts, schema).to_table(columns=cols)
+
+
+def _drop_unreadable(
+    parts: Sequence[ds.Fragment],
+    schema: pa.Schema,
+    cols: list[str] | None,
+    skip: bool,
+) -> list[ds.Fragment]:
+    """`parts` without those whose rows cannot be read (DamagedPart unless `skip`)."""
+    kept = []
+    for part in parts:
+        problem = scan_problem(part, schema, cols)
+        if problem is None:
+            kept.append(part)
+            continue
+        path = Path(part.path)  # <sweep_dir>/<kind>/<name>, as part_files built it
+        damaged(path.parents[1], path, problem, skip)
+    if len(kept) == len(parts):  # every part reads alone: name the folder rather than crash
+        folder = Path(parts[0].path).parent
+        raise DamagedPart(folder.parent, f"{folder.name}/", "its parts cannot be read together")
+    return kept
 
 
 def dedupe(table: pa.Table, keys: Sequence[str]) -> pa.Table:
@@ -313,16 +376,22 @@ def dedupe(table: pa.Table, keys: Sequence[str]) -> pa.Table:
     return table.take(pa.array(order[last]))
 
 
-def read_metrics(sweep_dirs: Any, columns: Sequence[str] | None = None) -> Any:
-    """metrics/ as a pandas DataFrame, one row per (run_id, step)."""
-    return read_table(sweep_dirs, "metrics", columns).to_pandas()
+def read_metrics(
+    sweep_dirs: Any, columns: Sequence[str] | None = None, *, skip_damaged: bool = False
+) -> Any:
+    """metrics/ as a pandas DataFrame, one row per (run_id, step) (see read_table)."""
+    return read_table(sweep_dirs, "metrics", columns, skip_damaged=skip_damaged).to_pandas()
 
 
-def read_runs(sweep_dirs: Any, columns: Sequence[str] | None = None) -> Any:
-    """runs/ as a pandas DataFrame, one row per run_id (its last-written status)."""
-    return read_table(sweep_dirs, "runs", columns).to_pandas()
+def read_runs(
+    sweep_dirs: Any, columns: Sequence[str] | None = None, *, skip_damaged: bool = False
+) -> Any:
+    """runs/ as a pandas DataFrame, one row per run_id, its last-written (see read_table)."""
+    return read_table(sweep_dirs, "runs", columns, skip_damaged=skip_damaged).to_pandas()
 
 
-def read_geometry(sweep_dirs: Any, columns: Sequence[str] | None = None) -> Any:
-    """geometry/ as a pandas DataFrame, one row per (run_id, step, layer)."""
-    return read_table(sweep_dirs, "geometry", columns).to_pandas()
+def read_geometry(
+    sweep_dirs: Any, columns: Sequence[str] | None = None, *, skip_damaged: bool = False
+) -> Any:
+    """geometry/ as a pandas DataFrame, one row per (run_id, step, layer) (see read_table)."""
+    return read_table(sweep_dirs, "geometry", columns, skip_damaged=skip_damaged).to_pandas()

@@ -68,8 +68,13 @@ class AnalysisError(ValueError):
         self.param = param
 
 
-def read_sweeps(sweep_dirs: str | Path | Iterable[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(metrics, runs) of one or more sweep folders, deduplicated, metrics projected."""
+def read_sweeps(
+    sweep_dirs: str | Path | Iterable[str | Path], *, skip_damaged: bool = False
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(metrics, runs) of one or more sweep folders, deduplicated, metrics projected.
+
+    A damaged part file raises sweepgrok.parts.DamagedPart (`skip_damaged`: left out, warned).
+    """
     from sweepgrok.sink import read_metrics, read_runs
 
     dirs = [sweep_dirs] if isinstance(sweep_dirs, str | Path) else list(sweep_dirs)
@@ -77,12 +82,25 @@ def read_sweeps(sweep_dirs: str | Path | Iterable[str | Path]) -> tuple[pd.DataF
     # sweeps analysed together can then be told apart with --by sweep).
     parts = []
     for d in dirs:
-        part = read_runs(d)
+        part = read_runs(d, skip_damaged=skip_damaged)
         part["sweep"] = part["sweep"].fillna(Path(d).name)
         parts.append(part)
     runs = pd.concat(parts, ignore_index=True) if parts else read_runs([])
     runs = runs.drop_duplicates("run_id", keep="last").reset_index(drop=True)
-    return read_metrics(dirs, list(METRIC_COLUMNS)), runs
+    metrics = read_metrics(dirs, list(METRIC_COLUMNS), skip_damaged=skip_damaged)
+    for d, part in zip(dirs, parts, strict=True):
+        _check_metrics_present(Path(d), part, metrics["run_id"])
+    return metrics, runs
+
+
+def _check_metrics_present(sweep_dir: Path, runs: pd.DataFrame, metric_ids: pd.Series) -> None:
+    # Without their evaluations, runs that ran would all count as censored: refuse instead.
+    ran = runs[runs["status"].isin(("grokked", "completed", "censored"))]
+    if len(ran) and not ran["run_id"].isin(metric_ids).any():
+        raise AnalysisError(
+            f"{sweep_dir}: runs/ records {len(ran)} run(s) that ran, but metrics/ holds none of "
+            "their evaluations (missing, empty or left out): their grok steps are unknown"
+        )
 
 
 # ---------------------------------------------------------------- per run

@@ -1,5 +1,7 @@
 """Parquet layout: one fixed schema, immutable parts, dedupe on read, any reader."""
 
+from pathlib import Path
+
 import duckdb
 import pandas as pd
 import pytest
@@ -73,3 +75,50 @@ def test_fast_dedupe_equals_pandas_keep_last():
             .sort_values(["run_id", "step", "layer"]).reset_index(drop=True))
     got = dedupe(pa.Table.from_pandas(df), ["run_id", "step", "layer"]).to_pandas()
     pd.testing.assert_frame_equal(got.reset_index(drop=True), want)
+
+
+@pytest.mark.parametrize("error", [OSError(28, "No space left on device"), KeyboardInterrupt()])
+def test_a_failed_write_leaves_no_partial_file(tmp_path, monkeypatch, error):
+    import pyarrow.parquet as pq
+
+    from sweepgrok.sink import PartWriteError
+
+    sink = ParquetSink(tmp_path)
+    sink.write_metrics([_metric("a", 0, 0.1)])
+    sink.flush()
+    before = sorted((tmp_path / "metrics").iterdir())
+
+    def fail_half_way(table, where, *args, **kwargs):
+        Path(where).write_bytes(b"PAR1 half a part")
+        raise error
+
+    monkeypatch.setattr(pq, "write_table", fail_half_way)
+    sink.write_metrics([_metric("a", 10, 0.5)])
+    expected = PartWriteError if isinstance(error, OSError) else KeyboardInterrupt
+    with pytest.raises(expected) as info:
+        sink.flush()
+    if expected is PartWriteError:
+        assert str(info.value) == (
+            f"{tmp_path / 'metrics'}: cannot write a part file: No space left on device"
+        )
+        assert info.value.errno == 28
+    assert sorted((tmp_path / "metrics").iterdir()) == before  # nothing half-written stays
+    assert read_metrics(tmp_path)["step"].tolist() == [0]  # what was written is intact
+
+
+def test_readers_accept_narrower_numbers_and_numbers_as_text(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "metrics").mkdir()
+    table = pa.table(
+        {
+            "run_id": pa.array([7], pa.int32()),  # an id written as a number: read as "7"
+            "step": pa.array([10], pa.int32()),
+            "test_acc": pa.array([0.5], pa.float32()),
+            "deff": pa.array([None], pa.null()),
+        }
+    )
+    pq.write_table(table, tmp_path / "metrics" / "part-1.parquet")
+    m = read_metrics(tmp_path)
+    assert m[["run_id", "step", "test_acc"]].values.tolist() == [["7", 10, 0.5]]

@@ -123,6 +123,46 @@ def test_failed_trial_gets_a_failed_row_then_resume_supersedes_it(
     assert_exactly_once(sweep, 2)  # the success row is the last written
 
 
+@pytest.mark.timeout(400)
+def test_a_full_disk_stops_the_sweep_and_resume_finishes_it(
+    tmp_path: Path, ray_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    import pyarrow.parquet as pq
+    from typer.testing import CliRunner
+
+    from sweepgrok.cli import app
+
+    grid = write_grid(tmp_path / "g.yaml", "full", seeds=[1, 2], checkpoint_every=2)
+    sweep = tmp_path / "full"
+    real, writes = pq.write_table, []
+
+    def fills_up(table: Any, where: Any, *args: Any, **kwargs: Any) -> None:
+        # The driver writes every part: after two, its disk is full (and stays full).
+        writes.append(where)
+        if len(writes) <= 2:
+            return real(table, where, *args, **kwargs)
+        Path(where).write_bytes(b"PAR1 half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pq, "write_table", fills_up)
+    launch = ["launch", str(grid), "--storage", str(tmp_path)]
+    first = CliRunner().invoke(app, launch)
+    assert isinstance(first.exception, SystemExit), first.exception  # not a crash
+    assert first.exit_code == 1, first.output
+    assert "Traceback" not in first.output
+    line = first.output.strip().splitlines()[-1]
+    assert line.startswith(f"error: {sweep.resolve()}/") or line.startswith(f"error: {sweep}/")
+    assert "No space left on device" in line and f"`sweepgrok launch {grid} --resume`" in line
+    assert not [p for p in sweep.rglob(".tmp-*")]  # no partial part file
+    assert len(read_runs(sweep)) < 2, "the sweep finished before the disk filled up"
+    monkeypatch.setattr(pq, "write_table", real)  # space again
+    second = CliRunner().invoke(app, [*launch, "--resume"])
+    assert second.exit_code == 0, second.output
+    assert_exactly_once(sweep, 2)
+
+
 def _launch_cmd(grid: Path, storage: Path, *extra: str) -> list[str]:
     return [SWEEPGROK, "launch", str(grid), "--storage", str(storage), *extra]
 

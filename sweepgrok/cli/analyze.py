@@ -15,14 +15,20 @@ from sweepgrok.cli.common import (
     Baseline,
     By,
     Paired,
+    SkipDamaged,
     SweepDirs,
     ThresholdOption,
+    check_output,
     check_sweep_dirs,
     fail,
     split_keys,
 )
-from sweepgrok.errors import analysis_option
+from sweepgrok.errors import analysis_option, damaged_part_message
+from sweepgrok.outputs import os_reason, write_text
 from sweepgrok.tables import Format, render
+
+MAX_BOOT = 100_000
+"""Cap on --n-boot: a group's resample matrix is n_boot x its runs (8 bytes each, twice)."""
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,35 +47,47 @@ def analyze(
     out: Annotated[
         Path | None, typer.Option(help="Write the output to this file instead of stdout.")
     ] = None,
-    n_boot: Annotated[int, typer.Option(min=100, help="Bootstrap resamples.")] = 2000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    n_boot: Annotated[int, typer.Option(min=100, max=MAX_BOOT, help="Bootstrap resamples.")] = 2000,
+    seed: Annotated[int, typer.Option(min=0, help="Bootstrap seed.")] = 0,
+    skip_damaged: SkipDamaged = False,
 ) -> None:
     """Grokking statistics per group: success rate, grok step, delay, Kaplan-Meier median,
     speed-up vs a baseline. Reads Parquet only (no Ray, no torch)."""
     from sweepgrok import comparisons, stats
+    from sweepgrok.parts import DamagedPart
 
     check_sweep_dirs(sweep_dirs)
+    # Every output path before any work: a mistake never follows a half-printed table.
+    check_output(out, "--out", folder=False)
+    check_output(plots, "--plots", folder=True)
     try:
-        metrics, summary, keys = _load(sweep_dirs, by)
+        metrics, summary, keys = _load(sweep_dirs, by, skip_damaged)
         theta = float(threshold.value) if threshold else stats.default_threshold(summary)
         table = comparisons.analysis_table(
             summary, keys, baseline, paired=paired, threshold=theta, n_boot=n_boot, seed=seed
         )
     except stats.AnalysisError as err:
         raise fail(str(err), analysis_option(err)) from None
+    except DamagedPart as err:
+        raise fail(damaged_part_message(err), str(err.sweep_dir)) from None
     _emit(render(table, keys, fmt, theta), out)
     if plots is not None:
         from sweepgrok import plots as figures
 
-        for path in figures.plot_all(metrics, summary, keys, plots, theta):
-            typer.echo(f"wrote {path}", err=True)
+        try:
+            for path in figures.plot_all(metrics, summary, keys, plots, theta):
+                typer.echo(f"wrote {path}", err=True)
+        except OSError as err:  # checked writable above: the disk filled up, or a race
+            raise fail(f"{plots}: cannot write a figure: {os_reason(err)}", "--plots") from None
 
 
-def _load(sweep_dirs: list[Path], by: str | None) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+def _load(
+    sweep_dirs: list[Path], by: str | None, skip_damaged: bool
+) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """(metrics, run summary of the runs with a run row, grouping keys)."""
     from sweepgrok import stats
 
-    metrics, runs = stats.read_sweeps(sweep_dirs)
+    metrics, runs = stats.read_sweeps(sweep_dirs, skip_damaged=skip_damaged)
     summary, pending = stats.recorded_runs(stats.run_summary(metrics, runs))
     if pending:
         typer.echo(
@@ -83,6 +101,8 @@ def _emit(text: str, out: Path | None) -> None:
     if out is None:
         typer.echo(text, nl=False)
         return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    try:
+        write_text(out, text)
+    except OSError as err:  # checked writable above: the disk filled up, or a race
+        raise fail(f"{out}: cannot write: {os_reason(err)}", "--out") from None
     typer.echo(f"wrote {out}", err=True)

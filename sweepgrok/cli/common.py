@@ -23,16 +23,25 @@ try:  # recent Typer vendors Click as typer._click (its own exception classes); 
 except ImportError:  # pragma: no cover
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
-from sweepgrok.errors import USER_ERROR, error_line
+from sweepgrok.errors import RUN_FAILED, USER_ERROR, error_line
+from sweepgrok.outputs import output_problem
 
 LOGGER = "sweepgrok"
 """The library's logger; every module logs to a child of it (logging.getLogger(__name__))."""
 
 
-def fail(message: str, where: str | None = None) -> typer.Exit:
-    """Print a user error in the one style (no traceback); returns the exit-2 exception to raise."""
+def fail(message: str, where: str | None = None, code: int = USER_ERROR) -> typer.Exit:
+    """Print an error in the one style (no traceback); returns the exit exception to raise
+    (exit 2, a user mistake, unless `code` says otherwise: RUN_FAILED for a run cut short)."""
     typer.echo(error_line(message, where), err=True)
-    return typer.Exit(code=USER_ERROR)
+    return typer.Exit(code=code)
+
+
+def cannot_write_rows(err: Exception, then: str) -> typer.Exit:
+    """A sweep folder that takes no more rows (sink.PartWriteError: disk full, read-only): what
+    is on disk is intact, `then` says how to go on; exit RUN_FAILED, no traceback."""
+    message = f"{err}: the part files written before are intact; once there is space, {then}"
+    return fail(message, code=RUN_FAILED)
 
 
 def apply_umask(umask: str | None) -> None:
@@ -185,6 +194,14 @@ Paired = Annotated[
         "log-rank stratified by seed and per-seed speed-ups; exit 2 when the seeds differ.",
     ),
 ]
+SkipDamaged = Annotated[
+    bool,
+    typer.Option(
+        "--skip-damaged",
+        help="Leave out damaged part files (with a warning each) instead of exiting 2: the "
+        "runs in them are missing from every statistic.",
+    ),
+]
 ThresholdOption = Annotated[
     Threshold | None,
     typer.Option(
@@ -206,3 +223,10 @@ def check_sweep_dirs(dirs: list[Path]) -> None:
     for d in dirs:
         if not any((d / kind).is_dir() for kind in ("runs", "metrics")):
             raise fail(f"{d}: not a sweep folder (no runs/ or metrics/ inside)")
+
+
+def check_output(path: Path | None, option: str, *, folder: bool) -> None:
+    """Exit 2 naming `option` unless `path` can be written (checked before any work is done)."""
+    problem = None if path is None else output_problem(path, folder=folder)
+    if problem:
+        raise fail(problem, option)

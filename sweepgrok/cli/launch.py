@@ -23,6 +23,7 @@ from sweepgrok.cli.common import (
     Umask,
     Verbose,
     apply_umask,
+    cannot_write_rows,
     check_resume_fresh,
     fail,
     setup_logging,
@@ -120,7 +121,13 @@ def launch(
         keep_sweep_file(spec.settings.source, sweep_dir)  # creates the folder and its marker
     except ConfigError as err:
         raise fail(str(err)) from None
-    outcome = run(spec, sweep_dir, address, max_concurrent, resume, verbose)
+    from sweepgrok.sink import PartWriteError
+
+    try:
+        outcome = run(spec, sweep_dir, address, max_concurrent, resume, verbose)
+    except PartWriteError as err:  # Tune's state is saved: the trials resume from checkpoints
+        then = f"`sweepgrok launch {grid} --resume` continues"
+        raise cannot_write_rows(err, then) from None
     console.print(runs_table(sweep_dir, spec.varying, spec.settings.name))
     if outcome.unfinished or outcome.errored:
         console.print(

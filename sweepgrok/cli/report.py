@@ -15,13 +15,16 @@ from sweepgrok.cli.common import (
     Baseline,
     By,
     Paired,
+    SkipDamaged,
     SweepDirs,
     ThresholdOption,
+    check_output,
     check_sweep_dirs,
     fail,
     split_keys,
 )
-from sweepgrok.errors import analysis_option
+from sweepgrok.errors import analysis_option, damaged_part_message
+from sweepgrok.outputs import os_reason
 
 
 def report(
@@ -33,6 +36,7 @@ def report(
     baseline: Baseline = None,
     paired: Paired = False,
     threshold: ThresholdOption = None,
+    skip_damaged: SkipDamaged = False,
 ) -> None:
     """Write report.md, figures/*.png, runs.csv and groups_95/99.csv for sweep folders.
 
@@ -40,12 +44,20 @@ def report(
     picks the figures'.
     """
     from sweepgrok import stats
+    from sweepgrok.parts import DamagedPart
     from sweepgrok.report import build_report
 
     check_sweep_dirs(sweep_dirs)
+    check_output(out, "--out", folder=True)  # before any work
     theta = float(threshold.value) if threshold else None
     try:
-        path = build_report(sweep_dirs, out, split_keys(by), baseline, theta, paired)
+        path = build_report(
+            sweep_dirs, out, split_keys(by), baseline, theta, paired, skip_damaged=skip_damaged
+        )
     except stats.AnalysisError as err:
         raise fail(str(err), analysis_option(err)) from None
+    except DamagedPart as err:
+        raise fail(damaged_part_message(err), str(err.sweep_dir)) from None
+    except OSError as err:  # the reading side raises DamagedPart: this is the report's folder
+        raise fail(f"{out}: cannot write the report: {os_reason(err)}", "--out") from None
     typer.echo(f"wrote {path}")

@@ -24,6 +24,7 @@ from sweepgrok.cli.common import (
     Umask,
     Verbose,
     apply_umask,
+    cannot_write_rows,
     check_resume_fresh,
     fail,
     setup_logging,
@@ -134,7 +135,13 @@ def search(
         keep_sweep_file(spec.settings.source, sweep_dir)  # creates the folder and its marker
     except ConfigError as err:
         raise fail(str(err)) from None
-    outcome = run(spec, sweep_dir, record, address, verbose)
+    from sweepgrok.sink import PartWriteError
+
+    try:
+        outcome = run(spec, sweep_dir, record, address, verbose)
+    except PartWriteError as err:  # the study and Tune's state are saved: --resume goes on
+        then = f"`sweepgrok search {search_file} --resume` continues"
+        raise cannot_write_rows(err, then) from None
     from sweepgrok.study import finish, finished_count
 
     results = finish(spec, sweep_dir, record)

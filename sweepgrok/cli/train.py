@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from sweepgrok.cli.common import Fresh, Umask, apply_umask, fail
+from sweepgrok.cli.common import Fresh, Umask, apply_umask, cannot_write_rows, fail
 from sweepgrok.config import ConfigError, load_config
 from sweepgrok.sweepdir import make_sweep_folder, prepare_train_folder
 
@@ -41,12 +41,16 @@ def train(
     except ConfigError as err:
         raise fail(str(err), where) from None
     from sweepgrok.process import configure_process
-    from sweepgrok.sink import ParquetSink
+    from sweepgrok.sink import ParquetSink, PartWriteError
     from sweepgrok.trainer import train as run_training
 
     configure_process(cfg.train)
-    with _Progress(cfg.train.max_steps, len(cfg.train.seed_list), quiet) as prog:
-        rows = run_training(cfg, ParquetSink(out), sweep=out.name, on_eval=prog.update)
+    try:
+        with _Progress(cfg.train.max_steps, len(cfg.train.seed_list), quiet) as prog:
+            rows = run_training(cfg, ParquetSink(out), sweep=out.name, on_eval=prog.update)
+    except PartWriteError as err:  # the folder holds this run's first rows: start it over
+        then = "run the same `sweepgrok train` again with --fresh"
+        raise cannot_write_rows(err, then) from None
     _print_runs(rows, out)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from ray import tune
 
 from sweepgrok.config import flatten, from_flat
-from sweepgrok.sink import ParquetSink, read_runs
+from sweepgrok.sink import ParquetSink, PartWriteError, read_runs
 from sweepgrok.tune.progress import LiveView
 from sweepgrok.tune.prune import CheckpointPruner
 from sweepgrok.tune.trainable import CKPT_FLAG, PAYLOAD, run_ids_for
@@ -131,7 +131,8 @@ class ParquetCallback(tune.Callback):
 
     def _ended_ok(self, row: Mapping[str, Any]) -> bool:
         # A run that ended in an earlier driver session (before a --resume) keeps its row.
-        runs = read_runs(self.sweep_dir, columns=["status"])
+        # A damaged part is left out (warned) here: it must not stop the sweep; analyze refuses it.
+        runs = read_runs(self.sweep_dir, columns=["status"], skip_damaged=True)
         hit = runs[runs["run_id"] == row["run_id"]]
         return bool(len(hit)) and hit["status"].iloc[-1] != "failed"
 
@@ -151,6 +152,19 @@ class ParquetCallback(tune.Callback):
         done = sum(t.status in ("TERMINATED", "ERROR") for t in trials)
         running = sum(t.status == "RUNNING" for t in trials)
         self._view.update(done=done, running=running, grokked=self.grokked)
+
+
+def raise_write_error(err: BaseException) -> None:
+    """Raise the PartWriteError behind `err`, if any (else return).
+
+    Tune turns a callback's exception into a TuneError holding only its traceback's text (the
+    original is its __context__): unwrapped, a full disk reaches the command as itself.
+    """
+    seen: BaseException | None = err
+    while seen is not None:
+        if isinstance(seen, PartWriteError):
+            raise seen from None
+        seen = seen.__cause__ or seen.__context__
 
 
 def error_text(trial: Any) -> str:

@@ -17,7 +17,7 @@ import ray
 from ray import tune
 
 from sweepgrok.spaces import GridSpec, Resources
-from sweepgrok.tune.callback import TUNE_DIR, ParquetCallback
+from sweepgrok.tune.callback import TUNE_DIR, ParquetCallback, raise_write_error
 from sweepgrok.tune.trainable import trainable
 
 log = logging.getLogger(__name__)
@@ -163,6 +163,9 @@ def run_tuner(tuner: tune.Tuner, total: int, callback: ParquetCallback) -> Outco
     """Fit, always flushing the rows, and count how the trials ended."""
     try:
         results = tuner.fit()
+    except Exception as err:  # a full sweep folder comes out as itself (PartWriteError)
+        raise_write_error(err)
+        raise
     finally:
         callback.close()
     errored = results.num_errors

@@ -41,7 +41,7 @@ from sweepgrok.study import (
     optuna_space,
     trials_in,
 )
-from sweepgrok.tune.callback import ParquetCallback
+from sweepgrok.tune.callback import ParquetCallback, raise_write_error
 from sweepgrok.tune.grid import TUNE_DIR, start_ray, trial_dirname
 from sweepgrok.tune.trainable import (
     Reporter,
@@ -358,6 +358,9 @@ def run_search(
         )
         try:
             results = tuner.fit()
+        except Exception as err:  # a full sweep folder comes out as itself (PartWriteError)
+            raise_write_error(err)
+            raise
         finally:
             callback.close()
         return {"started": remaining, "errored": results.num_errors}
