@@ -51,8 +51,15 @@ from pydantic import (
     model_validator,
 )
 
-from sweepgrok.config import Config, ConfigError, from_flat
-from sweepgrok.spaces import FILE_CONFIG, ConfigKey, SweepFile, read_sweep_doc, validate_file
+from sweepgrok.config import MAX_SEEDS, Config, ConfigError, from_flat
+from sweepgrok.spaces import (
+    FILE_CONFIG,
+    MAX_CONCURRENT,
+    ConfigKey,
+    SweepFile,
+    read_sweep_doc,
+    validate_file,
+)
 
 SAMPLER_EXTRAS = {"gp": "scipy", "cmaes": "cmaes"}
 """Sampler -> the Python package it needs beyond optuna."""
@@ -72,7 +79,9 @@ FIXED_KEYS = {
 class _Dist(BaseModel):
     """One searched key: a distribution Optuna samples from (written in the shorthand below)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", allow_inf_nan=False, use_attribute_docstrings=True
+    )
 
     key: str = ""
     """The dotted config key searched (the key of the `space` entry)."""
@@ -226,17 +235,20 @@ class SearchSection(BaseModel):
     """Objective: the grok step at train.grok_threshold, at 0.95, or at 0.99 (runs/ columns)."""
     mode: Literal["min", "max"] = "min"
     """min: fastest grokking; max: the most delaying schedule."""
-    num_samples: int = Field(20, ge=1)
-    """Trials in the study (a --resume tops it up to this)."""
-    max_concurrent: int | None = Field(None, ge=1)
+    num_samples: int = Field(20, ge=1, le=100_000)
+    """Trials in the study (a --resume tops it up to this); at most 100000, 1000x a typical
+    study (Optuna's samplers slow down with every stored trial)."""
+    max_concurrent: int | None = Field(None, ge=1, le=MAX_CONCURRENT)
     """Trials at once (TPE's constant liar handles the rest); null = the top-level
     max_concurrent, else 1."""
     sampler: Literal["tpe", "random", "gp", "cmaes"] = "tpe"
     """Optuna sampler; gp needs scipy, cmaes needs cmaes."""
-    seed: int | None = Field(0, ge=0)
-    """Sampler seed (null = unseeded)."""
-    seeds_per_trial: int = Field(1, ge=1)
-    """k > 1: the objective is the median over k init seeds trained in lockstep."""
+    seed: int | None = Field(0, ge=0, le=2**32 - 1)
+    """Sampler seed (null = unseeded); at most 2**32 - 1, the range of numpy's seeds that the
+    samplers use."""
+    seeds_per_trial: int = Field(1, ge=1, le=MAX_SEEDS)
+    """k > 1: the objective is the median over k init seeds trained in lockstep (at most
+    train.seeds' 1024)."""
     time_cap_margin: float | None = Field(1.0, ge=1.0)
     """Stop a trial once it cannot beat best * margin; >= 1 (a smaller one would stop trials
     that could still win); null turns the time cap off."""

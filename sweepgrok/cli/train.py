@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from sweepgrok.cli.common import fail
-from sweepgrok.config import ConfigError, load_config
+from sweepgrok.config import ConfigError, device_problem, load_config
 
 
 def train(
@@ -27,6 +27,9 @@ def train(
         cfg = load_config(config, set_ or [])
     except ConfigError as err:
         raise fail(str(err)) from None
+    problem = device_problem(cfg.train.device)
+    if problem:
+        raise fail(problem, str(config))
     out = out if out is not None else Path("runs") / config.stem
     from sweepgrok.process import configure_process
     from sweepgrok.sink import ParquetSink
