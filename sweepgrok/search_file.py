@@ -35,6 +35,7 @@ whose combination is invalid (``model.d_model`` / ``model.n_heads``) fail as tha
 from __future__ import annotations
 
 import importlib.util
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -202,8 +203,9 @@ def _shorthand(raw: Any) -> Any:
         isinstance(value, list)
         and len(value) == 2
         and all(isinstance(v, number) and not isinstance(v, bool) for v in value)
+        and all(math.isfinite(v) for v in value)
     ):
-        what = "integers" if integers else "numbers"
+        what = "integers" if integers else "finite numbers"
         raise ValueError(f"{kind}: must be a list [lo, hi] of two {what} (got {value!r})")
     return {**fields, "low": value[0], "high": value[1]}
 
