@@ -80,7 +80,7 @@ class TaskConfig(_Section):
             raise ValueError(
                 f"task.train_fraction: {self.train_fraction} x {size} examples ({self.describe()}) "
                 f"rounds to {wanted} training examples: it must leave at least 1 training and 1 "
-                "test example"
+                f"test example (here: above {0.5 / size:.3g} and below {(size - 0.5) / size:.3g})"
             )
         return self
 
@@ -497,13 +497,12 @@ def _override_value(raw: str) -> Any:
     """A --set value as YAML reads it, except that an unquoted 1e-3 is a number (YAML 1.2)."""
     if not raw.strip():
         return None
-    if is_number_text(raw):
-        text = raw.strip()
-        return float(text) if any(c in text for c in ".eE") else int(text)
     try:
-        return yaml.safe_load(raw)
+        value = yaml.safe_load(raw)
     except yaml.YAMLError:
         return raw
+    # Only an unquoted number that YAML 1.1 left as text (1e-3, 1.0e3): "'7'" stays a string.
+    return float(value) if raw.strip() == value and is_number_text(value) else value
 
 
 def parse_overrides(items: Iterable[str]) -> dict[str, Any]:

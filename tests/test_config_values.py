@@ -77,11 +77,12 @@ def test_non_finite_numbers_are_refused(key, value):
         ("optim.lr", True, "must be a number, got True"),
         ("geomdr.enabled", 1, "must be true or false, got 1"),
         ("geomdr.enabled", "yes", "must be true or false, got 'yes'"),
+        ("optim.betas", [True, 0.5], "optim.betas[0]: must be a number, got True"),
     ],
 )
 def test_values_are_not_coerced_across_types(key, value, words):
     msg = refused({key: value})
-    assert msg.startswith(f"t.yaml: {key}: {words}")
+    assert msg.startswith(f"t.yaml: {key}") and words in msg, msg
 
 
 def test_a_number_written_as_text_gets_a_hint():
@@ -98,6 +99,7 @@ def test_ints_are_still_floats_and_set_still_parses_yaml_scalars():
          "train.seeds=[1, 2]", "optim.betas=[0.9, 0.99]", "optim.eps=1E-8"]
     )
     assert flat["optim.lr"] == 0.001 and flat["optim.eps"] == 1e-8
+    assert parse_overrides(["task.p='7'"]) == {"task.p": "7"}  # quoted: text, refused by task.p
     cfg = from_flat(flat)
     assert cfg.train.max_steps == 500 and cfg.geomdr.enabled and cfg.model.norm == "sphere"
     assert cfg.train.seeds == [1, 2] and cfg.optim.betas == (0.9, 0.99)
@@ -156,6 +158,7 @@ def test_the_largest_seed_trains(tmp_path):
         ({"task.train_fraction": 0.05}, "geometry.knn_k: must be < 6"),
         ({"geometry.sample": 16, "geometry.knn_k": 16}, "geometry.knn_k: must be < 16"),
         ({"task.train_fraction": 0.001}, "rounds to 0 training examples"),
+        ({"task.train_fraction": 0.001}, "above 0.00413 and below 0.996"),
         ({"task.train_fraction": 0.999, "geometry.enabled": False}, "rounds to 121 training"),
     ],
 )
