@@ -30,6 +30,8 @@ class ConfigError(ValueError):
     """A user mistake in a config, grid or search file; the CLI turns it into exit code 2."""
 
 
+MAX_P = 2000
+"""Largest task.p (a Z_p table has p**2 rows: 4e6 at 2000)."""
 MAX_SEED = 2**63 - 1
 """Largest seed (train.seed, train.seeds, task.data_seed): seeds are int64 columns of the runs/
 Parquet (torch's generators would take up to 2**64 - 1, but the run row could not be written)."""
@@ -61,7 +63,7 @@ def is_prime(n: int) -> bool:
 class TaskConfig(_Section):
     name: TaskName = "add"
     """Operation: add, sub, mul, div (a * b^-1 mod p) on Z_p, or s5 (permutation composition)."""
-    p: int = Field(113, ge=2, le=2000)
+    p: int = Field(113, ge=2, le=MAX_P)
     """Modulus for the Z_p tasks (ignored by s5); div needs a prime."""
     train_fraction: float = Field(0.3, gt=0.0, lt=1.0)
     """Fraction of the full operation table used for training, in (0, 1); round(fraction x
@@ -173,7 +175,7 @@ class OptimConfig(_Section):
     """AdamW (beta1, beta2)."""
     eps: float = Field(1e-8, gt=0.0)
     """AdamW epsilon."""
-    batch_size: int | None = Field(None, ge=1, le=4_000_000)
+    batch_size: int | None = Field(None, ge=1, le=MAX_P**2)
     """Minibatch size; null = full batch (the papers). At most the largest table (p = 2000:
     4e6 pairs); a batch larger than the training set is the full batch."""
     warmup_steps: int = Field(0, ge=0, le=MAX_STEPS)
@@ -517,7 +519,7 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
             raise ConfigError(f"--set expects key=value (got {item!r})")
         if key in out:
             raise ConfigError(
-                f"--set: {key} given twice ({key}={out[key]!r}, then {item.partition('=')[2]!r}):"
+                f"--set: {key} given twice ({key}={out[key]!r}, then {raw!r}):"
                 " give each key once"
             )
         out[key] = _override_value(raw)
