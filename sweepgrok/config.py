@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from sweepgrok.tasks import TASKS, Task, TaskName
+from sweepgrok.tasks import TASKS, Task, TaskName, train_size
 
 Arch = Literal["transformer", "mlp"]
 NormName = Literal["none", "layernorm", "rmsnorm", "sphere"]
@@ -29,8 +30,27 @@ class ConfigError(ValueError):
     """A user mistake in a config, grid or search file; the CLI turns it into exit code 2."""
 
 
+MAX_P = 2000
+"""Largest task.p (a Z_p table has p**2 rows: 4e6 at 2000)."""
+MAX_SEED = 2**63 - 1
+"""Largest seed (train.seed, train.seeds, task.data_seed): seeds are int64 columns of the runs/
+Parquet (torch's generators would take up to 2**64 - 1, but the run row could not be written)."""
+MAX_STEPS = 100_000_000
+"""Largest step count (budget, evaluation period, schedules): 1,000x the papers' 1e5 steps."""
+MAX_WIDTH = 16_384
+"""Largest layer width or head count: 30x the papers' 512; a wider layer is surely a typo."""
+MAX_SEEDS = 1_024
+"""Most seeds trained in lockstep: each is a full copy of the model in every step."""
+MAX_THREADS = 1_024
+"""Most torch threads of one run: more than any machine's cores."""
+
+
 class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    # strict: YAML's true is not 1 and "7" is not 7 (ints still pass as floats); finite numbers
+    # only: nan passes no range check (nan > 0 is false) and inf passes every lower bound.
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", strict=True, allow_inf_nan=False, use_attribute_docstrings=True
+    )
 
 
 def is_prime(n: int) -> bool:
@@ -43,11 +63,12 @@ def is_prime(n: int) -> bool:
 class TaskConfig(_Section):
     name: TaskName = "add"
     """Operation: add, sub, mul, div (a * b^-1 mod p) on Z_p, or s5 (permutation composition)."""
-    p: int = Field(113, ge=2, le=2000)
+    p: int = Field(113, ge=2, le=MAX_P)
     """Modulus for the Z_p tasks (ignored by s5); div needs a prime."""
     train_fraction: float = Field(0.3, gt=0.0, lt=1.0)
-    """Fraction of the full operation table used for training, in (0, 1)."""
-    data_seed: int = Field(0, ge=0)
+    """Fraction of the full operation table used for training, in (0, 1); round(fraction x
+    table size) must leave at least one training and one test example."""
+    data_seed: int = Field(0, ge=0, le=MAX_SEED)
     """Seed of the train/test split (separate from the init seed train.seed)."""
     split_follows_seed: bool = False
     """If true, each run draws its split from its train.seed (paper 1), ignoring data_seed."""
@@ -56,7 +77,28 @@ class TaskConfig(_Section):
     def _check(self) -> TaskConfig:
         if self.spec.needs_prime and not is_prime(self.p):
             raise ValueError(f"task.p must be prime for task.name={self.name} (got {self.p})")
+        size, wanted = self.size, round(self.train_fraction * self.size)
+        if not 1 <= wanted <= size - 1:
+            raise ValueError(
+                f"task.train_fraction: {self.train_fraction} x {size} examples ({self.describe()}) "
+                f"rounds to {wanted} training examples: it must leave at least 1 training and 1 "
+                f"test example (here: above {0.5 / size:.3g} and below {(size - 0.5) / size:.3g})"
+            )
         return self
+
+    def describe(self) -> str:
+        """The task in words, for messages: 'add with task.p=11'."""
+        return self.name if self.name == "s5" else f"{self.name} with task.p={self.p}"
+
+    @property
+    def size(self) -> int:
+        """Examples in the full operation table."""
+        return self.spec.size(self.p)
+
+    @property
+    def n_train(self) -> int:
+        """Training examples of the split."""
+        return train_size(self.size, self.train_fraction)
 
     @property
     def spec(self) -> Task:
@@ -79,12 +121,14 @@ class ModelConfig(_Section):
     """transformer (paper 1 model, input [a, b, =]) or mlp (paper 2: embeddings concatenated)."""
     n_layers: int = Field(1, ge=1, le=64)
     """Transformer blocks, or hidden layers of the MLP."""
-    d_model: int = Field(128, ge=1)
-    """Residual width of the Transformer; per-operand embedding width of the MLP."""
-    n_heads: int = Field(4, ge=1)
+    d_model: int = Field(128, ge=1, le=MAX_WIDTH)
+    """Residual width of the Transformer; per-operand embedding width of the MLP (at most 30x
+    the papers' widths: a larger one is surely a typo)."""
+    n_heads: int = Field(4, ge=1, le=MAX_WIDTH)
     """Attention heads (d_head = d_model / n_heads); unused by the MLP."""
-    d_mlp: int = Field(512, ge=1)
-    """Hidden width of the Transformer MLP, and of every MLP hidden layer."""
+    d_mlp: int = Field(512, ge=1, le=MAX_WIDTH)
+    """Hidden width of the Transformer MLP, and of every MLP hidden layer (bounded as
+    d_model)."""
     norm: NormName = "none"
     """Normalization that replaces the stream after embed, attention and MLP: none, layernorm,
     rmsnorm (learnable gain) or sphere (h / ||h||)."""
@@ -127,13 +171,14 @@ class OptimConfig(_Section):
     """AdamW learning rate (constant after warmup; no schedule)."""
     weight_decay: float = Field(1.0, ge=0.0)
     """AdamW decoupled weight decay."""
-    betas: tuple[float, float] = (0.9, 0.98)
+    betas: tuple[float, float] = Field((0.9, 0.98), strict=False)  # a YAML list is fine
     """AdamW (beta1, beta2)."""
     eps: float = Field(1e-8, gt=0.0)
     """AdamW epsilon."""
-    batch_size: int | None = Field(None, ge=1)
-    """Minibatch size; null = full batch (the papers)."""
-    warmup_steps: int = Field(0, ge=0)
+    batch_size: int | None = Field(None, ge=1, le=MAX_P**2)
+    """Minibatch size; null = full batch (the papers). At most the largest table (p = 2000:
+    4e6 pairs); a batch larger than the training set is the full batch."""
+    warmup_steps: int = Field(0, ge=0, le=MAX_STEPS)
     """Linear learning-rate warmup steps (0 = none, as in both papers)."""
     decay_all: bool = True
     """Weight-decay every parameter (the papers' AdamW over model.parameters()); false exempts
@@ -149,13 +194,13 @@ class OptimConfig(_Section):
 class GeomDRConfig(_Section):
     enabled: bool = False
     """Add the GeomDR spectral penalty (paper 2) to the task loss."""
-    target_dim: int = Field(32, ge=0)
+    target_dim: int = Field(32, ge=0, le=MAX_WIDTH)
     """d*: variance outside the top d* covariance directions is penalized."""
-    start_step: int = Field(2000, ge=0)
+    start_step: int = Field(2000, ge=0, le=MAX_STEPS)
     """t_s: lambda is 0 before this step."""
     lambda_max: float = Field(0.1, ge=0.0)
     """Peak weight of the penalty, reached after the cosine ramp."""
-    ramp_steps: int = Field(1000, ge=0)
+    ramp_steps: int = Field(1000, ge=0, le=MAX_STEPS)
     """T_ramp: length of the cosine ramp from 0 to lambda_max (0 = a step)."""
     subsample: float = Field(1.0, gt=0.0, le=1.0)
     """Fraction of the batch on which the covariance is estimated (fresh seeded subset per step)."""
@@ -168,9 +213,11 @@ class GeometryConfig(_Section):
     enabled: bool = True
     """Measure D_eff, rho and Fourier concentration at every evaluation."""
     knn_k: int = Field(10, ge=1)
-    """k of the k-nearest-neighbour distance rho."""
-    sample: int = Field(1024, ge=16)
-    """Training points (seeded subsample) on which D_eff and rho are measured."""
+    """k of the k-nearest-neighbour distance rho; less than the points measured on (geometry.sample
+    or the training examples, whichever is fewer)."""
+    sample: int = Field(1024, ge=16, le=16_384)
+    """Training points (seeded subsample) on which D_eff and rho are measured (at most 16384:
+    rho's N x N distance matrix is then 1 GiB per seed)."""
     collapse_fraction: float = Field(0.5, gt=0.0, lt=1.0)
     """Collapse onset: first evaluation where D_eff < this fraction of its running maximum."""
     fourier_top: int = Field(8, ge=1)
@@ -178,16 +225,21 @@ class GeometryConfig(_Section):
 
 
 class TrainConfig(_Section):
-    max_steps: int = Field(10_000, ge=1)
-    """Budget in optimizer steps; a run that has not grokked by then is censored."""
-    eval_every: int = Field(200, ge=1)
+    max_steps: int = Field(10_000, ge=1, le=MAX_STEPS)
+    """Budget in optimizer steps; a run that has not grokked by then is censored (at most 1e8,
+    1000x the papers' budgets: a larger one is surely a typo)."""
+    eval_every: int = Field(200, ge=1, le=MAX_STEPS)
     """Evaluate (full train and test set) every this many steps."""
     early_evals: bool = True
     """Also evaluate at a few log-spaced steps before the first eval_every."""
-    seed: int = Field(0, ge=0)
-    """Init seed (and minibatch / subsample order); separate from task.data_seed."""
-    seeds: list[int] | None = None
-    """Several init seeds trained in lockstep as one batched model (one run per seed)."""
+    seed: int = Field(0, ge=0, le=MAX_SEED)
+    """Init seed (and minibatch / subsample order); separate from task.data_seed. At most
+    2**63 - 1: seeds are int64 columns of the runs/ Parquet."""
+    seeds: list[Annotated[int, Field(ge=0, le=MAX_SEED)]] | None = Field(
+        None, min_length=1, max_length=MAX_SEEDS
+    )
+    """Several distinct init seeds, each in [0, 2**63 - 1], trained in lockstep as one batched
+    model (one run per seed; each is a copy of the model in every step)."""
     fit_threshold: float = Field(0.99, gt=0.0, le=1.0)
     """Train accuracy that defines the fit step."""
     grok_threshold: float = Field(0.99, gt=0.0, le=1.0)
@@ -195,20 +247,23 @@ class TrainConfig(_Section):
     both recorded)."""
     stop_after_grok: bool = True
     """End a run at the first evaluation where it has grokked."""
-    checkpoint_every: int = Field(10, ge=1)
+    checkpoint_every: int = Field(10, ge=1, le=MAX_STEPS)
     """Evaluations between checkpoints (when the caller asks for checkpoints)."""
     device: Device = "auto"
-    """cpu, cuda, or auto (cuda when available)."""
-    threads: int | None = Field(None, ge=1)
-    """torch intra-op threads for this run; null = leave torch's default."""
+    """cpu, cuda, or auto (cuda when available). cuda on a machine without CUDA: `train` exits
+    with the error before training; `validate` only warns (the file may be meant for a GPU
+    machine)."""
+    threads: int | None = Field(None, ge=1, le=MAX_THREADS)
+    """torch intra-op threads for this run; null = leave torch's default (at most 1024, more
+    than any machine's cores)."""
     deterministic: bool = True
     """Use torch's deterministic kernels (the embedding backward otherwise accumulates in a
     thread-dependent order): bit-identical reruns and resumes for any thread count."""
 
     @model_validator(mode="after")
     def _check(self) -> TrainConfig:
-        if self.seeds is not None and (not self.seeds or len(set(self.seeds)) != len(self.seeds)):
-            raise ValueError(f"train.seeds must be a non-empty list of distinct ints: {self.seeds}")
+        if self.seeds is not None and len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"train.seeds must be a list of distinct ints: {self.seeds}")
         return self
 
     @property
@@ -238,7 +293,22 @@ class Config(_Section):
             bad = [i for i in self.geomdr.layers if not 0 <= i < n]
             if bad:
                 raise ValueError(f"geomdr.layers {bad} out of range: allowed 0..{n - 1}")
+        if self.geometry.enabled:
+            self._check_geometry_points()
         return self
+
+    def _check_geometry_points(self) -> None:
+        """rho's k nearest neighbours need more than k points (and D_eff at least 2)."""
+        geo, task = self.geometry, self.task
+        points = min(geo.sample, task.n_train)
+        if geo.knn_k >= points:
+            raise ValueError(
+                f"geometry.knn_k: must be < {points}, the training points geometry is measured "
+                f"on (fewer of geometry.sample {geo.sample} and the {task.n_train} training "
+                f"examples of {task.describe()}, task.train_fraction={task.train_fraction}): "
+                "lower geometry.knn_k, raise task.p or task.train_fraction, or set "
+                "geometry.enabled: false"
+            )
 
     def member(self, seed: int) -> Config:
         """The single-seed config of one member of a batched run."""
@@ -334,6 +404,11 @@ _PLAIN = {
     "less_than_equal": "must be <= {le}",
     "less_than": "must be < {lt}",
     "too_short": "must have at least {min_length} item(s)",
+    "too_long": "must have at most {max_length} item(s)",
+    "finite_number": "must be a finite number (not nan or inf)",
+    "int_type": "must be an integer",
+    "float_type": "must be a number",
+    "bool_type": "must be true or false",
 }
 """pydantic error type -> the short message used instead (ctx filled in)."""
 
@@ -360,6 +435,8 @@ def _message(e: Any, model: Any) -> str:
     # A validator's own message says what it got; pydantic's do not.
     shown = "input" in e and not isinstance(e["input"], dict) and kind != "value_error"
     got = f", got {e['input']!r}" if shown else ""
+    if kind in ("int_type", "float_type") and is_number_text(e.get("input")):
+        got += NUMBER_TEXT_HINT
     key = loc_text(loc)
     return f"{key}: {msg}{got}" if key else msg
 
@@ -403,18 +480,49 @@ def update(cfg: Config, flat: Mapping[str, Any]) -> Config:
     return from_flat({**flatten(cfg), **flat})
 
 
+_NUMBER_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+"""A decimal number as text (YAML 1.2 reads 1e-3 as a number, PyYAML's YAML 1.1 as a string)."""
+
+NUMBER_TEXT_HINT = (
+    " (a number in quotes, or in exponent form without a dot, which YAML reads as text: "
+    "write 1.0e-3, not 1e-3 or '0.001')"
+)
+"""Appended to a type error whose input is a number written as text."""
+
+
+def is_number_text(value: Any) -> bool:
+    """Whether `value` is a string that spells a decimal number ("1e-3", "7")."""
+    return isinstance(value, str) and _NUMBER_TEXT.fullmatch(value.strip()) is not None
+
+
+def _override_value(raw: str) -> Any:
+    """A --set value as YAML reads it, except that an unquoted 1e-3 is a number (YAML 1.2)."""
+    if not raw.strip():
+        return None
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+    # Only an unquoted number that YAML 1.1 left as text (1e-3, 1.0e3): "'7'" stays a string.
+    return float(value) if raw.strip() == value and is_number_text(value) else value
+
+
 def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
-    """["train.max_steps=500", "model.norm=sphere"] -> typed flat dict (YAML scalars)."""
+    """["train.max_steps=500", "model.norm=sphere"] -> typed flat dict (YAML scalars).
+
+    A key given twice is an error (which one was meant is a guess)."""
     out: dict[str, Any] = {}
     for item in items:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
             raise ConfigError(f"--set expects key=value (got {item!r})")
-        try:
-            out[key] = yaml.safe_load(raw) if raw.strip() else None
-        except yaml.YAMLError:
-            out[key] = raw
+        if key in out:
+            raise ConfigError(
+                f"--set: {key} given twice ({key}={out[key]!r}, then {raw!r}):"
+                " give each key once"
+            )
+        out[key] = _override_value(raw)
     nest(out)  # reject unknown keys early, naming them
     return out
 
@@ -438,6 +546,24 @@ def load_config(path: str | Path, overrides: Iterable[str] = ()) -> Config:
     if not isinstance(tree, Mapping):
         raise ConfigError(f"{path}: a trial config must be a mapping of sections")
     return from_tree(merge(tree, parse_overrides(overrides)), str(path))
+
+
+def device_problem(device: str) -> str | None:
+    """Why train.device cannot run on this machine (cuda without a CUDA device), else None.
+
+    Machine-dependent, so not part of validation: ``train`` refuses it before training,
+    ``validate`` only warns (a file may be meant for a GPU machine).
+    """
+    if device != "cuda":
+        return None
+    import torch  # here, not at the top: config stays light for the CLI
+
+    if torch.cuda.is_available():
+        return None
+    return (
+        "train.device: cuda, but torch finds no CUDA device on this machine: use cpu or auto "
+        "(cuda when available), or run on a GPU machine"
+    )
 
 
 def config_hash(cfg: Config) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import types
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic.fields import FieldInfo
 
@@ -31,8 +31,13 @@ Every key is a dotted path (`model.norm`, `geomdr.target_dim`), used the same wa
 file, in `--set k=v`, in grids and searches, and as the column name in the `runs/` Parquet.
 Unknown keys are errors. Rules the tables do not show (for example: `task.name: div` needs a
 prime `task.p`, `model.d_model` divisible by `model.n_heads`, `optim.betas` in [0, 1),
-`geomdr.layers` within `model.n_layers`, distinct `train.seeds`) are checked when a config is
-loaded; a mistake exits with code 2 and names the file, the key and the allowed values.
+`geomdr.layers` within `model.n_layers`, distinct `train.seeds`, a `task.train_fraction` that
+leaves at least one training and one test example, `geometry.knn_k` below the training points
+geometry is measured on) are checked when a config is loaded; a mistake exits with code 2 and
+names the file, the key and the allowed values. Types are strict: `true` is not a number, `"7"`
+(quoted) is not a number, and an integer key takes no `7.0`; numbers must be finite (no `.nan`,
+`.inf`). YAML reads `1e-3` (no dot) as text: write `1.0e-3` (`--set optim.lr=1e-3` is read as a
+number).
 """
 
 
@@ -46,6 +51,8 @@ def type_name(annotation: Any) -> str:
     if annotation is type(None):
         return "null"
     origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:  # a constrained type (list[Annotated[int, Field(ge=0)]]): its base
+        return type_name(args[0])
     if origin is Literal:
         return "str"
     if origin in (Union, types.UnionType):
@@ -65,7 +72,10 @@ def default_text(value: Any) -> str:
 
 
 def _bounds(info: FieldInfo) -> str:
-    """Numeric bounds as an interval: [2, 2000], (0.0, 1.0), >= 1, > 0.0."""
+    """Numeric bounds as an interval: [2, 2000], (0.0, 1.0), >= 1, > 0.0; a list's length."""
+    longest = [m.max_length for m in info.metadata if getattr(m, "max_length", None) is not None]
+    if longest:
+        return f"at most {longest[0]} items"
     bound = {k: getattr(m, k) for m in info.metadata for k in ("ge", "gt", "le", "lt")
              if getattr(m, k, None) is not None}
     lo = f"[{bound['ge']}" if "ge" in bound else f"({bound['gt']}" if "gt" in bound else ""

@@ -35,6 +35,7 @@ whose combination is invalid (``model.d_model`` / ``model.n_heads``) fail as tha
 from __future__ import annotations
 
 import importlib.util
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -51,8 +52,15 @@ from pydantic import (
     model_validator,
 )
 
-from sweepgrok.config import Config, ConfigError, from_flat
-from sweepgrok.spaces import FILE_CONFIG, ConfigKey, SweepFile, read_sweep_doc, validate_file
+from sweepgrok.config import MAX_SEEDS, Config, ConfigError, from_flat
+from sweepgrok.spaces import (
+    FILE_CONFIG,
+    MAX_CONCURRENT,
+    ConfigKey,
+    SweepFile,
+    read_sweep_doc,
+    validate_file,
+)
 
 StudyStorage = Literal["sqlite", "journal"]
 """Where a study lives in the sweep folder: sqlite (optuna.db) or journal (optuna.journal)."""
@@ -74,7 +82,9 @@ FIXED_KEYS = {
 class _Dist(BaseModel):
     """One searched key: a distribution Optuna samples from (written in the shorthand below)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", allow_inf_nan=False, use_attribute_docstrings=True
+    )
 
     key: str = ""
     """The dotted config key searched (the key of the `space` entry)."""
@@ -195,8 +205,9 @@ def _shorthand(raw: Any) -> Any:
         isinstance(value, list)
         and len(value) == 2
         and all(isinstance(v, number) and not isinstance(v, bool) for v in value)
+        and all(math.isfinite(v) for v in value)
     ):
-        what = "integers" if integers else "numbers"
+        what = "integers" if integers else "finite numbers"
         raise ValueError(f"{kind}: must be a list [lo, hi] of two {what} (got {value!r})")
     return {**fields, "low": value[0], "high": value[1]}
 
@@ -228,17 +239,20 @@ class SearchSection(BaseModel):
     """Objective: the grok step at train.grok_threshold, at 0.95, or at 0.99 (runs/ columns)."""
     mode: Literal["min", "max"] = "min"
     """min: fastest grokking; max: the most delaying schedule."""
-    num_samples: int = Field(20, ge=1)
-    """Trials in the study (a --resume tops it up to this)."""
-    max_concurrent: int | None = Field(None, ge=1)
+    num_samples: int = Field(20, ge=1, le=100_000)
+    """Trials in the study (a --resume tops it up to this); at most 100000, 1000x a typical
+    study (Optuna's samplers slow down with every stored trial)."""
+    max_concurrent: int | None = Field(None, ge=1, le=MAX_CONCURRENT)
     """Trials at once (TPE's constant liar handles the rest); null = the top-level
     max_concurrent, else 1."""
     sampler: Literal["tpe", "random", "gp", "cmaes"] = "tpe"
     """Optuna sampler; gp needs scipy, cmaes needs cmaes."""
-    seed: int | None = Field(0, ge=0)
-    """Sampler seed (null = unseeded)."""
-    seeds_per_trial: int = Field(1, ge=1)
-    """k > 1: the objective is the median over k init seeds trained in lockstep."""
+    seed: int | None = Field(0, ge=0, le=2**32 - 1)
+    """Sampler seed (null = unseeded); at most 2**32 - 1, the range of numpy's seeds that the
+    samplers use."""
+    seeds_per_trial: int = Field(1, ge=1, le=MAX_SEEDS)
+    """k > 1: the objective is the median over k init seeds trained in lockstep (at most
+    train.seeds' 1024)."""
     time_cap_margin: float | None = Field(1.0, ge=1.0)
     """Stop a trial once it cannot beat best * margin; >= 1 (a smaller one would stop trials
     that could still win); null turns the time cap off."""

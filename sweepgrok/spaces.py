@@ -45,6 +45,9 @@ from pydantic import (
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from sweepgrok.config import (
+    MAX_SEED,
+    MAX_SEEDS,
+    MAX_STEPS,
     ConfigError,
     all_keys,
     flatten,
@@ -55,8 +58,14 @@ from sweepgrok.config import (
     unknown_key_message,
 )
 
-FILE_CONFIG = ConfigDict(frozen=True, extra="forbid", strict=True, use_attribute_docstrings=True)
-"""Sweep files: unknown keys are errors, and no silent conversions (true is not 1, "3" not 3)."""
+FILE_CONFIG = ConfigDict(
+    frozen=True, extra="forbid", strict=True, allow_inf_nan=False, use_attribute_docstrings=True
+)
+"""Sweep files: unknown keys are errors, no silent conversions (true is not 1, "3" not 3), and
+numbers are finite (nan passes no range check, inf every lower bound)."""
+
+MAX_CONCURRENT = 1_024
+"""Most trials at once: more than the cores of any Ray cluster a sweep here needs."""
 
 
 def _config_key(key: str) -> str:
@@ -80,28 +89,48 @@ Values = Annotated[list[Any], BeforeValidator(_values)]
 
 
 def _folder_name(name: str) -> str:
-    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$", name):
+    # fullmatch: with re.match, "$" also matches before a trailing newline ("x\n").
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", name):
         raise ValueError(f"must be a folder name of letters, digits, '_', '-', '.' (got {name!r})")
     return name
 
 
+_URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:/")
+"""s3://, gs://, file:/... (two letters at least: C:/ is a Windows drive)."""
+
+
+def local_storage(storage: str) -> str:
+    """The storage root, refused when it is a URL: a path library would make ``s3://b`` a local
+    folder ``s3:/b`` and write the sweep there."""
+    if _URL_SCHEME.match(storage):
+        raise ValueError(
+            f"object stores and other URLs are not supported yet (got {storage!r}): use a local "
+            "or shared-filesystem folder"
+        )
+    return storage
+
+
 def _seeds(value: Any) -> list[int]:
     ok = isinstance(value, list) and value
-    if not ok or not all(type(s) is int and s >= 0 for s in value):
-        raise ValueError(f"must be a non-empty list of ints >= 0 (got {value!r})")
+    if not ok or not all(type(s) is int and 0 <= s <= MAX_SEED for s in value):
+        raise ValueError(f"must be a non-empty list of ints in [0, 2**63 - 1] (got {value!r})")
     if len(set(value)) != len(value):
         raise ValueError(f"must be distinct (got {value})")
     return value
 
 
-@pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid", use_attribute_docstrings=True))
+@pydantic_dataclass(
+    frozen=True,
+    config=ConfigDict(extra="forbid", allow_inf_nan=False, use_attribute_docstrings=True),
+)
 class Resources:
     """Per-trial resources requested from Ray (fractions allowed)."""
 
-    cpu: Annotated[float, Field(ge=0, strict=True)] = 1.0
-    """CPUs per trial (default 1)."""
-    gpu: Annotated[float, Field(ge=0, strict=True)] = 0.0
-    """GPUs per trial (default 0)."""
+    cpu: Annotated[float, Field(ge=0, le=1024, strict=True)] = 1.0
+    """CPUs per trial (default 1; at most 1024, more than any one node has: a trial runs on
+    one node)."""
+    gpu: Annotated[float, Field(ge=0, le=64, strict=True)] = 0.0
+    """GPUs per trial (default 0; at most 64, more than any one node has)."""
 
     @model_validator(mode="after")
     def _some(self) -> Resources:
@@ -130,16 +159,17 @@ class SweepFile(BaseModel):
     base: dict[str, Any] = {}
     """The base trial config: a mapping of sections, or a trial YAML path relative to this file
     (validated once here, so a typo in it is reported once, not once per trial)."""
-    storage: str = Field("runs", min_length=1)
-    """Root folder (or URI) of sweep folders, relative to the current directory; the CLI's
-    --storage wins."""
+    storage: Annotated[str, Field(min_length=1), AfterValidator(local_storage)] = "runs"
+    """Root folder of sweep folders, relative to the current directory; the CLI's --storage
+    wins. Object stores (s3://, gs://) are not supported yet."""
     resources: Resources = Resources()
     """Per-trial {cpu, gpu}, fractions allowed."""
-    max_concurrent: int | None = Field(None, ge=1)
-    """Cap on trials running at once (null = as many as the resources allow)."""
-    max_failures: int = Field(1, ge=0)
-    """Times a crashed trial is retried from its checkpoint."""
-    checkpoint_every: int | None = Field(None, ge=1)
+    max_concurrent: int | None = Field(None, ge=1, le=MAX_CONCURRENT)
+    """Cap on trials running at once (null = as many as the resources allow; at most 1024)."""
+    max_failures: int = Field(1, ge=0, le=100)
+    """Times a crashed trial is retried from its checkpoint (at most 100: a trial that crashed
+    that often will crash again)."""
+    checkpoint_every: int | None = Field(None, ge=1, le=MAX_STEPS)
     """Evaluations between trial checkpoints (null = the base's train.checkpoint_every)."""
 
     _source: Path = PrivateAttr(Path())
@@ -191,9 +221,10 @@ class GridFile(SweepFile):
     zip: list[Annotated[dict[ConfigKey, Values], Field(min_length=1)]] = []
     """Groups of equal-length lists: each group is zipped into one axis, then crossed."""
     seeds: Annotated[list[int], BeforeValidator(_seeds)] | None = None
-    """Distinct init seeds >= 0: shorthand for a train.seed axis."""
-    seeds_per_trial: int | None = Field(None, ge=1)
-    """Pack that many seeds per trial (train.seeds, trained in lockstep); needs seeds."""
+    """Distinct init seeds in [0, 2**63 - 1]: shorthand for a train.seed axis."""
+    seeds_per_trial: int | None = Field(None, ge=1, le=MAX_SEEDS)
+    """Pack that many seeds per trial (train.seeds, trained in lockstep); needs seeds. At most
+    train.seeds' 1024."""
 
     @model_validator(mode="after")
     def _one_axis_per_key(self) -> GridFile:

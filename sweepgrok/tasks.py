@@ -37,6 +37,8 @@ class Task:
     """All (a, b) operand pairs (M, 2) and their labels (M,), int64, given task.p."""
     n_tokens: Callable[[int], int] = lambda p: p
     """Operand values (= answer classes) given task.p; default p (Z_p)."""
+    size: Callable[[int], int] = lambda p: p * p
+    """Rows of the table given task.p (without building it: config checks the split with it)."""
     needs_prime: bool = False
     """task.p must be prime (an inverse must exist for every nonzero b)."""
     cyclic: bool = True
@@ -90,8 +92,13 @@ TASKS: dict[str, Task] = {
     "add": Task(_zp_table(lambda a, b, p: (a, b, (a + b) % p))),
     "sub": Task(_zp_table(lambda a, b, p: (a, b, (a - b) % p))),
     "mul": Task(_zp_table(lambda a, b, p: (a, b, (a * b) % p))),
-    "div": Task(_zp_table(_div), needs_prime=True),
-    "s5": Task(_s5_table, n_tokens=lambda _p: len(s5_elements()), cyclic=False),
+    "div": Task(_zp_table(_div), size=lambda p: p * (p - 1), needs_prime=True),
+    "s5": Task(
+        _s5_table,
+        n_tokens=lambda _p: len(s5_elements()),
+        size=lambda _p: len(s5_elements()) ** 2,
+        cyclic=False,
+    ),
 }
 """Task name (task.name) -> its Task."""
 
@@ -145,6 +152,13 @@ def with_eq(pairs: Tensor, eq_token: int) -> Tensor:
     return torch.cat([pairs, eq], dim=1)
 
 
+def train_size(size: int, train_fraction: float) -> int:
+    """Training examples of a split of a `size`-row table: round(train_fraction * size), kept
+    within [1, size - 1] so that both sets are non-empty (config refuses a fraction that needs
+    the clamp, so a user's value is never silently changed)."""
+    return max(1, min(size - 1, round(train_fraction * size)))
+
+
 def make_split(cfg: SplitSpec, split_seed: int) -> Split:
     """Shuffle the full table with `split_seed` and keep round(train_fraction * M) for training.
 
@@ -157,7 +171,7 @@ def make_split(cfg: SplitSpec, split_seed: int) -> Split:
     x = with_eq(pairs, cfg.n_tokens)
     g = torch.Generator().manual_seed(split_seed)
     perm = torch.randperm(x.shape[0], generator=g)
-    n_train = max(1, min(x.shape[0] - 1, round(cfg.train_fraction * x.shape[0])))
+    n_train = train_size(x.shape[0], cfg.train_fraction)
     tr, te = perm[:n_train], perm[n_train:]
     return Split(x[tr], labels[tr], x[te], labels[te])
 

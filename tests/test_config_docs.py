@@ -32,8 +32,10 @@ def test_cells_show_type_default_choices_and_bounds():
     assert "| `task.train_fraction` | float | `0.3` | (0.0, 1.0) |" in task
     optim = section_table("optim")
     assert "| `optim.betas` | [float, float] | `[0.9, 0.98]` | - |" in optim
-    assert "| `optim.batch_size` | int or null | `null` | >= 1 |" in optim
+    assert "| `optim.batch_size` | int or null | `null` | [1, 4000000] |" in optim
+    assert "| `optim.warmup_steps` | int | `0` | [0, 100000000] |" in optim
     assert type_name(SECTIONS["train"].model_fields["seeds"].annotation) == "list[int] or null"
+    assert allowed_text(SECTIONS["train"].model_fields["seeds"]) == "at most 1024 items"
     assert allowed_text(SECTIONS["geomdr"].model_fields["subsample"]) == "(0.0, 1.0]"
     assert allowed_text(SECTIONS["model"].model_fields["temperature"]) == "> 0.0"
 

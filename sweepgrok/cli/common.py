@@ -122,8 +122,23 @@ Address = Annotated[
     str | None,
     typer.Option(help="Ray cluster address (default: $RAY_ADDRESS, else an embedded local Ray)."),
 ]
+def _local_storage(storage: Path | None) -> Path | None:
+    """--storage is a folder: a URL (s3://...) would become a local folder s3:/... ."""
+    from sweepgrok.spaces import local_storage
+
+    if storage is not None:
+        try:
+            local_storage(str(storage))
+        except ValueError as err:
+            raise typer.BadParameter(str(err)) from None
+    return storage
+
+
 Storage = Annotated[
-    Path | None, typer.Option(help="Root of sweep folders (overrides the file's storage).")
+    Path | None,
+    typer.Option(
+        help="Root of sweep folders (overrides the file's storage).", callback=_local_storage
+    ),
 ]
 MaxConcurrent = Annotated[int | None, typer.Option(min=1, help="Cap on trials running at once.")]
 Resume = Annotated[

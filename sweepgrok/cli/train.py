@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from sweepgrok.cli.common import Fresh, Umask, apply_umask, cannot_write_rows, fail
-from sweepgrok.config import ConfigError, load_config
+from sweepgrok.config import ConfigError, device_problem, load_config
 from sweepgrok.sweepdir import make_sweep_folder, prepare_train_folder
 
 
@@ -33,6 +33,9 @@ def train(
         cfg = load_config(config, set_ or [])
     except ConfigError as err:
         raise fail(str(err)) from None
+    problem = device_problem(cfg.train.device)
+    if problem:
+        raise fail(problem, str(config))
     where = "--out" if out is not None else None
     out = out if out is not None else Path("runs") / config.stem
     try:  # before training: a folder that cannot take the rows would lose the run at the end

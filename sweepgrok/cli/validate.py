@@ -1,7 +1,9 @@
 """`sweepgrok validate FILE.yaml`: check a trial, grid or search file without running anything.
 
 Exit 0 with a one-line summary ("grid quickstart: 8 trials"), or 2 with the message naming the
-file, the key and the allowed values.
+file, the key and the allowed values. What depends on this machine (``train.device: cuda``
+without a CUDA device) is a warning on stderr, not an error: the file may be meant for a GPU
+machine, where ``train`` and the sweeps run it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from sweepgrok.cli.common import fail
-from sweepgrok.config import SECTIONS, ConfigError, load_config, read_yaml
+from sweepgrok.config import SECTIONS, ConfigError, device_problem, load_config, read_yaml
 from sweepgrok.spaces import is_grid_doc, load_grid
 
 
@@ -31,6 +33,14 @@ def kind_of(doc: Mapping[str, Any]) -> str:
     return "trial"  # from_tree names the unknown section
 
 
+def _warn_devices(path: Path, devices: set[str]) -> None:
+    """A warning line for each train.device this machine cannot run."""
+    for device in sorted(devices):
+        problem = device_problem(device)
+        if problem:
+            typer.echo(f"warning: {path}: {problem}", err=True)
+
+
 def _search_summary(path: Path) -> str:
     try:
         module = importlib.import_module("sweepgrok.search_file")
@@ -39,6 +49,7 @@ def _search_summary(path: Path) -> str:
             f"{path}: search files need sweepgrok.search_file (not installed)"
         ) from None
     spec = module.load_search(path)
+    _warn_devices(path, {str(spec.base.get("train.device"))})
     name = getattr(getattr(spec, "settings", spec), "name", path.stem)
     trials = getattr(spec, "n_trials", None) or getattr(spec, "num_samples", None)
     return f"search {name}" + (f": {trials} trials" if trials else "")
@@ -54,9 +65,11 @@ def summarize(path: Path) -> str:
         return _search_summary(path)
     if kind == "grid":
         spec = load_grid(path)
+        _warn_devices(path, {str(t.flat["train.device"]) for t in spec.trials})
         varying = f" over {', '.join(spec.varying)}" if spec.varying else ""
         return f"grid {spec.settings.name}: {len(spec.trials)} trials{varying}"
     cfg = load_config(path)
+    _warn_devices(path, {cfg.train.device})
     seeds = cfg.train.seed_list
     return (
         f"trial {path.stem}: {cfg.model.arch} on {cfg.task.name} (p={cfg.task.p}), "
