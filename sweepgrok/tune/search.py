@@ -42,7 +42,7 @@ from sweepgrok.study import (
     trials_in,
 )
 from sweepgrok.tune.callback import ParquetCallback
-from sweepgrok.tune.grid import TUNE_DIR, start_ray, trial_dirname
+from sweepgrok.tune.grid import TUNE_DIR, run_tuner, start_ray, trial_dirname
 from sweepgrok.tune.trainable import (
     Reporter,
     configure_trial_process,
@@ -356,10 +356,7 @@ def run_search(
                 verbose=0,
             ),
         )
-        try:
-            results = tuner.fit()
-        finally:
-            callback.close()
-        return {"started": remaining, "errored": results.num_errors}
+        outcome = run_tuner(tuner, remaining, callback)
+        return {"started": remaining, "errored": outcome.errored}
     finally:
         ray.shutdown()
