@@ -43,8 +43,10 @@ REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 SWEEP = "faults"
 EVAL_EVERY = 50
-# Long enough (a few seconds per trial here) that the worker's trial is surely mid-run when
-# its first metrics land; a checkpoint every 4 evaluations (200 steps).
+CHECKPOINT_EVERY = 4
+"""Evaluations between trial checkpoints: one every 200 steps."""
+# Long enough (several seconds per trial here) that the worker's trial is surely mid-run
+# after its first checkpoint.
 BASE = {
     **TINY_BASE,
     "train": {
@@ -65,7 +67,7 @@ def fault_grid(tmp_path: Path) -> Path:
         base=BASE,
         seeds=[1, 2],
         max_concurrent=2,
-        checkpoint_every=4,
+        checkpoint_every=CHECKPOINT_EVERY,
         max_failures=2,
     )
 
@@ -94,17 +96,29 @@ def checkpointed_mid_run(sweep_dir: Path, trial_id: str) -> bool:
     return not runs or run_id not in set(read_runs(sweep_dir, columns=["run_id"])["run_id"])
 
 
-def failures(sweep_dir: Path, trial_id: str) -> int:
-    """How often Tune's latest experiment snapshot says the trial failed (0 if not yet known)."""
+def snapshot_of(sweep_dir: Path, trial_id: str) -> dict[str, Any]:
+    """The trial's runtime record in Tune's latest experiment snapshot ({} if not there yet):
+    num_failures, last_result (with the trial's latest reported step), ..."""
     files = sorted((sweep_dir / TUNE_DIR).glob("experiment_state-*.json"))
     try:
         trial_data = json.loads(files[-1].read_text())["trial_data"]
     except (IndexError, OSError, ValueError):  # not written yet, or being written
-        return 0
+        return {}
     for state, runtime in trial_data:
         if json.loads(state)["trial_id"] == trial_id:
-            return int(json.loads(runtime).get("num_failures", 0))
-    return 0
+            return dict(json.loads(runtime))
+    return {}
+
+
+def failures(sweep_dir: Path, trial_id: str) -> int:
+    """How often Tune's latest snapshot says the trial failed (0 if not known yet)."""
+    return int(snapshot_of(sweep_dir, trial_id).get("num_failures", 0))
+
+
+def reported_step(sweep_dir: Path, trial_id: str) -> int:
+    """The trial's latest reported step in Tune's latest snapshot (-1 if none yet)."""
+    last = snapshot_of(sweep_dir, trial_id).get("last_result") or {}
+    return int(last.get("step", -1))
 
 
 @dataclass
@@ -128,11 +142,16 @@ def kill_worker_mid_trial(cluster: Cluster, sweep_dir: Path, driver: subprocess.
 
     trial_id = wait_until(worker_trial, 240, "a trial on the worker node")
 
-    def checkpointed() -> bool:
-        driver_alive()
-        return checkpointed_mid_run(sweep_dir, trial_id)
+    # Kill between checkpoints: past the first one by two evaluations (as Tune last saw it).
+    past = (CHECKPOINT_EVERY + 2) * EVAL_EVERY
 
-    wait_until(checkpointed, 120, f"a checkpoint of trial {trial_id} on the worker")
+    def between_checkpoints() -> bool:
+        driver_alive()
+        return reported_step(sweep_dir, trial_id) >= past and checkpointed_mid_run(
+            sweep_dir, trial_id
+        )
+
+    wait_until(between_checkpoints, 120, f"trial {trial_id} past step {past} on the worker")
     kill_node(cluster.worker)
     killed = time.monotonic()
 
@@ -184,6 +203,9 @@ def check_sweep_after_node_loss(
     )
     raw = raw_rows(sweep_dir, "metrics")
     redone = int((raw["run_id"] == run_id).sum()) - len(retried)
+    # From its last checkpoint, not from scratch: it re-emitted at most the evaluations between
+    # two checkpoints (from scratch: every evaluation up to step `past`, more than that).
+    assert 0 <= redone <= CHECKPOINT_EVERY, redone
     measured = {
         "detect_s": round(loss.detected_s, 1),
         "finish_s": round(loss.finished_s, 1),

@@ -190,6 +190,7 @@ def run_tuner(tuner: tune.Tuner, total: int, callback: ParquetCallback) -> Outco
     fit's result (Tune's ExperimentAnalysis, built after the experiment ended): once every
     trial ended and its rows are flushed, a failure of Tune's own bookkeeping is logged, not
     reported as a failed sweep."""
+    Path(callback.sweep_dir).mkdir(parents=True, exist_ok=True)
     try:
         with working_in(callback.sweep_dir):
             tuner.fit()
@@ -221,8 +222,6 @@ def launch_grid(
     sweepgrok.trainer.train inside the trials (tests: a trainer that fails).
     """
     s = spec.settings
-    sweep_dir = Path(sweep_dir).resolve()
-    sweep_dir.mkdir(parents=True, exist_ok=True)
     callback = ParquetCallback(sweep_dir, s.name, len(spec.trials), live=live)
     start_ray(address, num_cpus, verbose=verbose)
     try:
