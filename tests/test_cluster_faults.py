@@ -43,8 +43,8 @@ REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 SWEEP = "faults"
 EVAL_EVERY = 50
-CHECKPOINT_EVERY = 4
-"""Evaluations between trial checkpoints: one every 200 steps."""
+CHECKPOINT_EVERY = 8
+"""Evaluations between trial checkpoints: one every 400 steps."""
 # Long enough (several seconds per trial here) that the worker's trial is surely mid-run
 # after its first checkpoint.
 BASE = {
@@ -85,15 +85,19 @@ def trial_on(start_proc: subprocess.Popen) -> str | None:
     return None
 
 
-def checkpointed_mid_run(sweep_dir: Path, trial_id: str) -> bool:
-    """The trial's rows up to a checkpoint are on disk and its run has not ended."""
-    run_id = f"{SWEEP}-{trial_id}"
+def step_on_disk(sweep_dir: Path, run_id: str) -> int | None:
+    """The run's latest evaluation in metrics/ (the driver flushes them at each checkpoint);
+    None while the run has none there or has ended."""
     if not list((sweep_dir / "metrics").glob("part-*.parquet")):
-        return False
-    if (read_metrics(sweep_dir, columns=["run_id"])["run_id"] != run_id).all():
-        return False
+        return None
+    metrics = read_metrics(sweep_dir, columns=["run_id", "step"])
+    steps = metrics.loc[metrics["run_id"] == run_id, "step"]
+    if steps.empty:
+        return None
     runs = list((sweep_dir / "runs").glob("part-*.parquet"))
-    return not runs or run_id not in set(read_runs(sweep_dir, columns=["run_id"])["run_id"])
+    if runs and run_id in set(read_runs(sweep_dir, columns=["run_id"])["run_id"]):
+        return None
+    return int(steps.max())
 
 
 def snapshot_of(sweep_dir: Path, trial_id: str) -> dict[str, Any]:
@@ -142,16 +146,17 @@ def kill_worker_mid_trial(cluster: Cluster, sweep_dir: Path, driver: subprocess.
 
     trial_id = wait_until(worker_trial, 240, "a trial on the worker node")
 
-    # Kill between checkpoints: past the first one by two evaluations (as Tune last saw it).
-    past = (CHECKPOINT_EVERY + 2) * EVAL_EVERY
+    # Kill between two checkpoints: the driver has rows of two evaluations past the last one.
+    run_id = f"{SWEEP}-{trial_id}"
 
     def between_checkpoints() -> bool:
         driver_alive()
-        return reported_step(sweep_dir, trial_id) >= past and checkpointed_mid_run(
-            sweep_dir, trial_id
-        )
+        on_disk = step_on_disk(sweep_dir, run_id)
+        if on_disk is None:
+            return False
+        return reported_step(sweep_dir, trial_id) >= on_disk + 2 * EVAL_EVERY
 
-    wait_until(between_checkpoints, 120, f"trial {trial_id} past step {past} on the worker")
+    wait_until(between_checkpoints, 120, f"trial {trial_id} between checkpoints on the worker")
     kill_node(cluster.worker)
     killed = time.monotonic()
 
@@ -204,7 +209,7 @@ def check_sweep_after_node_loss(
     raw = raw_rows(sweep_dir, "metrics")
     redone = int((raw["run_id"] == run_id).sum()) - len(retried)
     # From its last checkpoint, not from scratch: it re-emitted at most the evaluations between
-    # two checkpoints (from scratch: every evaluation up to step `past`, more than that).
+    # two checkpoints (from scratch: every evaluation up to the first checkpoint and more).
     assert 0 <= redone <= CHECKPOINT_EVERY, redone
     measured = {
         "detect_s": round(loss.detected_s, 1),

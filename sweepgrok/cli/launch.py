@@ -116,6 +116,8 @@ def launch(
         prepare_grid_folder(sweep_dir, resume=resume, fresh=fresh)
     except ConfigError as err:
         raise fail(str(err)) from None
+    # Absolute before the fit: a Ray job's working directory may vanish while it runs.
+    sweep_dir = sweep_dir.resolve()
     outcome = run(spec, sweep_dir, address, max_concurrent, resume, verbose)
     console.print(runs_table(sweep_dir, spec.varying, spec.settings.name))
     if outcome.unfinished or outcome.errored:
