@@ -10,7 +10,9 @@ Both ways of launching a sweep are covered: `sweepgrok launch --address` from ou
 Ray job (`ray job submit --working-dir . -- python -m sweepgrok launch ...`) whose entrypoint
 finds sweepgrok although the nodes' PATH has no virtualenv on it (docs/cluster.md).
 
-Timeouts: about 3x the durations measured on 2 cores shared with other work.
+Timeouts: about 2.5x the durations measured on 2 cores shared with other work (load ~10); the
+measured times to detect the loss, to finish and the work redone are printed (-s) and quoted
+in docs/cluster.md.
 """
 
 from __future__ import annotations
@@ -221,7 +223,7 @@ def check_sweep_after_node_loss(
     return measured
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(600)  # 234 s measured (detected 2 s, finished 59 s after the kill)
 def test_worker_node_lost_mid_trial(tmp_path: Path, ray_env: dict[str, str]) -> None:
     grid = fault_grid(tmp_path)
     sweep = tmp_path / SWEEP
@@ -248,7 +250,7 @@ def path_without_venv() -> str:
     return os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p != venv_bin)
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(600)  # 219 s measured (detected 2 s, finished 53 s after the kill)
 def test_worker_node_lost_during_a_ray_job(tmp_path: Path, ray_env: dict[str, str]) -> None:
     grid = fault_grid(tmp_path)
     sweep = tmp_path / SWEEP
