@@ -10,9 +10,7 @@ Timeouts: about 3x the durations measured on 2 cores shared with other work (loa
 from __future__ import annotations
 
 import json
-import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +21,7 @@ import pyarrow.dataset as ds
 import pytest
 from conftest import TINY_BASE, stop_pids, tagged_pids, wait_until, write_grid
 from failing_trainer import PLANNED, fail_once
+from ray_cluster import two_node_cluster
 
 from sweepgrok.sink import METRICS_SCHEMA, RUNS_SCHEMA, read_metrics, read_runs
 from sweepgrok.spaces import load_grid
@@ -32,7 +31,6 @@ from sweepgrok.tune.callback import TUNE_DIR
 pytestmark = pytest.mark.slow
 
 SWEEPGROK = str(Path(sys.executable).parent / "sweepgrok")
-RAY = str(Path(sys.executable).parent / "ray")
 
 
 def raw_rows(sweep_dir: Path, kind: str) -> Any:
@@ -247,91 +245,15 @@ def test_killed_driver_resumes_without_rerunning_or_duplicates(
         assert (raw_runs["run_id"] == run_id).sum() == 1, run_id
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
-_COUNT_NODES = """
-import sys, time, ray
-ray.init(address=sys.argv[1], log_to_driver=False)
-deadline = time.time() + float(sys.argv[3])
-while time.time() < deadline and sum(n["Alive"] for n in ray.nodes()) < int(sys.argv[2]):
-    time.sleep(0.5)
-print(sum(n["Alive"] for n in ray.nodes()))
-"""
-
-
-def _wait_for_nodes(address: str, n: int, env: dict[str, str], timeout: float = 90) -> None:
-    # A separate process: this one has run embedded Ray sessions before (global Ray state).
-    out = subprocess.run(
-        [sys.executable, "-c", _COUNT_NODES, address, str(n), str(timeout)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout + 60,
-    )
-    assert out.stdout.strip() == str(n), out.stdout + out.stderr
-
-
 @pytest.mark.timeout(180)  # 51 s measured
 def test_two_node_cluster_runs_trials_on_both_nodes(
     tmp_path: Path, ray_env: dict[str, str]
 ) -> None:
-    token = secrets.token_hex(16)
-    env = {**ray_env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
-    gcs, client, agent_head, agent_worker = _free_ports(4)
-    address = f"127.0.0.1:{gcs}"
-    common = [
-        "--block",
-        "--node-ip-address=127.0.0.1",
-        "--num-cpus=1",
-        "--disable-usage-stats",
-        f"--temp-dir={ray_env['RAY_TMPDIR']}",
-    ]
-    started = [
-        subprocess.Popen(
-            [
-                RAY,
-                "start",
-                "--head",
-                f"--port={gcs}",
-                "--include-dashboard=false",
-                f"--ray-client-server-port={client}",
-                f"--dashboard-agent-listen-port={agent_head}",
-                *common,
-            ],
-            env=env,
-            stdout=(tmp_path / "head.log").open("w"),
-            stderr=subprocess.STDOUT,
-        )
-    ]
-    try:
-        _wait_for_port(gcs)
-        started.append(
-            subprocess.Popen(
-                [
-                    RAY,
-                    "start",
-                    f"--address={address}",
-                    f"--dashboard-agent-listen-port={agent_worker}",
-                    *common,
-                ],
-                env=env,
-                stdout=(tmp_path / "worker.log").open("w"),
-                stderr=subprocess.STDOUT,
-            )
-        )
-        _wait_for_nodes(address, 2, env)
+    with two_node_cluster(ray_env, tmp_path) as cluster:
         grid = write_grid(tmp_path / "g.yaml", "cluster", seeds=[1, 2, 3, 4])
         run = subprocess.run(
-            _launch_cmd(grid, tmp_path, "--address", address),
-            env=env,
+            _launch_cmd(grid, tmp_path, "--address", cluster.address),
+            env=cluster.env,
             capture_output=True,
             text=True,
             timeout=300,
@@ -339,13 +261,3 @@ def test_two_node_cluster_runs_trials_on_both_nodes(
         assert run.returncode == 0, run.stdout + run.stderr
         runs = assert_exactly_once(tmp_path / "cluster", 4)
         assert runs["node_id"].nunique() == 2, runs[["run_id", "node_id"]]
-    finally:
-        stop_pids([p.pid for p in started] + tagged_pids(ray_env["SWEEPGROK_TEST_TAG"]))
-
-
-def _wait_for_port(port: int, timeout: float = 60) -> None:
-    def listening() -> bool:
-        with socket.socket() as s:
-            return s.connect_ex(("127.0.0.1", port)) == 0
-
-    wait_until(listening, timeout, f"a server on port {port}")

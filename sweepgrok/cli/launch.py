@@ -123,6 +123,8 @@ def launch(
         raise fail(str(err)) from None
     from sweepgrok.sink import PartWriteError
 
+    # Absolute before the fit: a Ray job's working directory may vanish while it runs.
+    sweep_dir = sweep_dir.resolve()
     try:
         outcome = run(spec, sweep_dir, address, max_concurrent, resume, verbose)
     except PartWriteError as err:  # Tune's state is saved: the trials resume from checkpoints

@@ -13,6 +13,7 @@ Exactly-once argument (readers keep the last row per key, see sweepgrok.sink):
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,8 @@ class ParquetCallback(tune.Callback):
         flush_rows: int = 2000,
         live: bool = True,
     ) -> None:
-        self.sweep_dir = str(sweep_dir)
+        # Absolute now: the driver's working directory may vanish during the fit (a Ray job's).
+        self.sweep_dir = str(Path(sweep_dir).resolve())
         self.sweep = sweep
         self.total = total
         self.flush_rows = flush_rows
@@ -51,8 +53,10 @@ class ParquetCallback(tune.Callback):
         self._view: LiveView | None = None
         self._finished: dict[str, set[str]] = {}  # trial_id -> run ids with a run row
         self._trial_dirs: dict[str, Path] = {}  # trial_id -> its folder in storage
-        self.pruner = CheckpointPruner(Path(sweep_dir) / TUNE_DIR)
+        self.pruner = CheckpointPruner(Path(self.sweep_dir) / TUNE_DIR)
         self.grokked = 0
+        self.ended: dict[str, int] | None = None
+        """Trial status -> count when the experiment ended (None before)."""
 
     def __getstate__(self) -> dict[str, Any]:
         # The sink holds a lock and the view a terminal: rebuilt lazily after unpickling.
@@ -107,7 +111,13 @@ class ParquetCallback(tune.Callback):
         self._refresh(trials)
 
     def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
+        self.ended = dict(Counter(str(t.status) for t in trials))
         self.close(trials)
+
+    def all_ended(self, total: int) -> bool:
+        """True once the experiment ended with each of `total` trials finished or failed."""
+        ended = self.ended or {}
+        return ended.get("TERMINATED", 0) + ended.get("ERROR", 0) == total
 
     # ---- rows ---------------------------------------------------------------------------
 

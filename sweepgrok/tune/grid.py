@@ -6,9 +6,10 @@ and Tune's own experiment state under ``tune/`` (what ``--resume`` restores from
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,18 +160,49 @@ def restore_tuner(
     return tuner
 
 
-def run_tuner(tuner: tune.Tuner, total: int, callback: ParquetCallback) -> Outcome:
-    """Fit, always flushing the rows, and count how the trials ended."""
+@contextlib.contextmanager
+def working_in(directory: str | Path) -> Iterator[None]:
+    """Run the block in `directory`, then go back to the previous working directory if it
+    still exists.
+
+    Tune resolves paths against the driver's working directory during and after the fit
+    (os.path.relpath in its experiment-state listing). A Ray job's driver works in Ray's
+    unpacked copy of the job's working_dir, which Ray can delete and unpack anew while the job
+    runs (a second node sharing the machine's Ray temp dir does, when it sets the job's
+    environment up for its first trial): the sweep folder is ours and outlives the fit."""
     try:
-        results = tuner.fit()
-    except Exception as err:  # a full sweep folder comes out as itself (PartWriteError)
-        raise_write_error(err)
-        raise
+        before: str | None = os.getcwd()
+    except FileNotFoundError:  # already gone: stay in the sweep folder afterwards
+        before = None
+    os.chdir(directory)
+    try:
+        yield
+    finally:
+        if before is not None:
+            with contextlib.suppress(OSError):
+                os.chdir(before)
+
+
+def run_tuner(tuner: tune.Tuner, total: int, callback: ParquetCallback) -> Outcome:
+    """Fit in the sweep folder, always flushing the rows, and count how the trials ended.
+
+    The count comes from the callback (the trials as the experiment ended), not from the
+    fit's result (Tune's ExperimentAnalysis, built after the experiment ended): once every
+    trial ended and its rows are flushed, a failure of Tune's own bookkeeping is logged, not
+    reported as a failed sweep."""
+    Path(callback.sweep_dir).mkdir(parents=True, exist_ok=True)
+    try:
+        with working_in(callback.sweep_dir):
+            tuner.fit()
+    except Exception as err:
+        raise_write_error(err)  # a full sweep folder comes out as itself (PartWriteError)
+        if not callback.all_ended(total):
+            raise
+        log.warning("every trial ended and its rows are written; Tune failed after", exc_info=True)
     finally:
         callback.close()
-    errored = results.num_errors
-    terminated = results.num_terminated
-    return Outcome(total=total, terminated=terminated, errored=errored)
+    ended = callback.ended or {}
+    return Outcome(total, terminated=ended.get("TERMINATED", 0), errored=ended.get("ERROR", 0))
 
 
 def launch_grid(

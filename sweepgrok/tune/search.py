@@ -41,8 +41,8 @@ from sweepgrok.study import (
     optuna_space,
     trials_in,
 )
-from sweepgrok.tune.callback import ParquetCallback, raise_write_error
-from sweepgrok.tune.grid import TUNE_DIR, start_ray, trial_dirname
+from sweepgrok.tune.callback import ParquetCallback
+from sweepgrok.tune.grid import TUNE_DIR, run_tuner, start_ray, trial_dirname
 from sweepgrok.tune.trainable import (
     Reporter,
     configure_trial_process,
@@ -356,13 +356,7 @@ def run_search(
                 verbose=0,
             ),
         )
-        try:
-            results = tuner.fit()
-        except Exception as err:  # a full sweep folder comes out as itself (PartWriteError)
-            raise_write_error(err)
-            raise
-        finally:
-            callback.close()
-        return {"started": remaining, "errored": results.num_errors}
+        outcome = run_tuner(tuner, remaining, callback)
+        return {"started": remaining, "errored": outcome.errored}
     finally:
         ray.shutdown()
