@@ -17,7 +17,9 @@ from typing import Annotated, Any, Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from sweepgrok.errors import excerpt, quoted
 from sweepgrok.tasks import TASKS, Task, TaskName, train_size
+from sweepgrok.yamlfile import YamlInputError, load_file, parse
 
 Arch = Literal["transformer", "mlp"]
 NormName = Literal["none", "layernorm", "rmsnorm", "sphere"]
@@ -356,8 +358,8 @@ def unknown_key_message(key: str) -> str:
     section, _, _ = key.partition(".")
     if section in SECTIONS:
         fields = ", ".join(SECTIONS[section].model_fields)
-        return f"unknown key '{key}': allowed keys in '{section}' are {fields}"
-    return f"unknown key '{key}': keys start with one of {', '.join(SECTIONS)}"
+        return f"unknown key '{excerpt(key)}': allowed keys in '{section}' are {fields}"
+    return f"unknown key '{excerpt(key)}': keys start with one of {', '.join(SECTIONS)}"
 
 
 def flatten(cfg: Config) -> dict[str, Any]:
@@ -394,7 +396,7 @@ def loc_text(loc: Sequence[Any]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         elif part != "[key]":
-            out += f".{part}" if out else str(part)
+            out += f".{excerpt(str(part))}" if out else excerpt(str(part))
     return out
 
 
@@ -434,17 +436,24 @@ def _message(e: Any, model: Any) -> str:
         msg = e["msg"].removeprefix("Value error, ").replace("Input should be", "must be")
     # A validator's own message says what it got; pydantic's do not.
     shown = "input" in e and not isinstance(e["input"], dict) and kind != "value_error"
-    got = f", got {e['input']!r}" if shown else ""
+    got = f", got {quoted(e['input'])}" if shown else ""
     if kind in ("int_type", "float_type") and is_number_text(e.get("input")):
         got += NUMBER_TEXT_HINT
     key = loc_text(loc)
     return f"{key}: {msg}{got}" if key else msg
 
 
+MAX_ERRORS_SHOWN = 5
+"""Most errors one message lists (then how many more): a message stays one readable line."""
+
+
 def format_errors(err: ValidationError, source: str, model: Any = None) -> str:
     """One line naming the source, then each error's key, what it allows and what it got."""
     where = f"{source}: " if source else ""
-    return where + "; ".join(_message(e, model or Config) for e in err.errors())
+    errors = err.errors()
+    shown = [_message(e, model or Config) for e in errors[:MAX_ERRORS_SHOWN]]
+    more = len(errors) - len(shown)
+    return where + "; ".join(shown) + (f"; and {more} more error(s)" if more else "")
 
 
 def from_tree(tree: Mapping[str, Any], source: str = "") -> Config:
@@ -500,8 +509,8 @@ def _override_value(raw: str) -> Any:
     if not raw.strip():
         return None
     try:
-        value = yaml.safe_load(raw)
-    except yaml.YAMLError:
+        value = parse(raw)
+    except YamlInputError:
         return raw
     # Only an unquoted number that YAML 1.1 left as text (1e-3, 1.0e3): "'7'" stays a string.
     return float(value) if raw.strip() == value and is_number_text(value) else value
@@ -516,10 +525,10 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ConfigError(f"--set expects key=value (got {item!r})")
+            raise ConfigError(f"--set expects key=value (got {quoted(item)})")
         if key in out:
             raise ConfigError(
-                f"--set: {key} given twice ({key}={out[key]!r}, then {raw!r}):"
+                f"--set: {key} given twice ({key}={quoted(out[key])}, then {quoted(raw)}):"
                 " give each key once"
             )
         out[key] = _override_value(raw)
@@ -528,23 +537,35 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
 
 
 def read_yaml(path: str | Path) -> Any:
-    """Parse a YAML file, turning I/O and syntax errors into ConfigError."""
-    p = Path(path)
+    """Parse a YAML file within the limits of sweepgrok.yamlfile; any refusal is a ConfigError
+    naming the file (and never quoting a line of it)."""
     try:
-        text = p.read_text()
-    except OSError as err:
-        raise ConfigError(f"{p}: cannot read ({err.strerror})") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{p}: invalid YAML ({err})") from None
+        return load_file(Path(path))
+    except YamlInputError as err:
+        raise ConfigError(f"{path}: {err}") from None
+
+
+def read_mapping(path: str | Path, what: str) -> dict[Any, Any]:
+    """A YAML file that must be a mapping (`what` names its keys in the message): an empty
+    file, a scalar (0, false, '') or a list is refused, not read as all defaults."""
+    doc = read_yaml(path)
+    if not isinstance(doc, Mapping):
+        # What it is, not what it says: a file named by `base:` may hold anything (a secret).
+        raise ConfigError(f"{path}: must be a mapping of {what} (got {_kind(doc)})")
+    return dict(doc)
+
+
+def _kind(doc: Any) -> str:
+    if doc is None:
+        return "an empty document"
+    if isinstance(doc, list):
+        return "a list"
+    return f"a single {type(doc).__name__} value"
 
 
 def load_config(path: str | Path, overrides: Iterable[str] = ()) -> Config:
     """Load a trial YAML (sections task/model/optim/geomdr/geometry/train) plus --set overrides."""
-    tree = read_yaml(path) or {}
-    if not isinstance(tree, Mapping):
-        raise ConfigError(f"{path}: a trial config must be a mapping of sections")
+    tree = read_mapping(path, "sections")
     return from_tree(merge(tree, parse_overrides(overrides)), str(path))
 
 

@@ -8,6 +8,7 @@ an analysis error names the option it is about (``--by``, ``--baseline``, else `
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any
 
 USER_ERROR = 2
@@ -34,3 +35,30 @@ def damaged_part_message(err: Any) -> str:
         f"{err.part}: {err.reason}: move it aside (the other part files are intact), or pass "
         "--skip-damaged to leave it out"
     )
+
+
+QUOTE_LIMIT = 60
+"""Most characters of a user's value or key that a message quotes (then '...')."""
+
+_SHORT_REPR = reprlib.Repr()
+_SHORT_REPR.maxlevel = 3
+_SHORT_REPR.maxstring = QUOTE_LIMIT
+_SHORT_REPR.maxother = QUOTE_LIMIT
+for _kind in ("maxlist", "maxtuple", "maxdict", "maxset", "maxfrozenset"):
+    setattr(_SHORT_REPR, _kind, 6)
+
+
+def excerpt(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """A user's text as a message quotes it: one line (control characters escaped), capped."""
+    flat = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[: limit + 1])
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def quoted(value: Any, limit: int = QUOTE_LIMIT) -> str:
+    """A user's value as a message quotes it ("got ..."): a short repr, never the whole of a
+    huge or deeply nested value (reprlib stops after a few items and levels)."""
+    try:
+        text = _SHORT_REPR.repr(value)
+    except ValueError:  # an int of more than 4300 digits has no repr
+        text = "<a number too large to show>"
+    return excerpt(text, limit)

@@ -53,6 +53,7 @@ from pydantic import (
 )
 
 from sweepgrok.config import MAX_SEEDS, Config, ConfigError, from_flat
+from sweepgrok.errors import excerpt, quoted
 from sweepgrok.spaces import (
     FILE_CONFIG,
     MAX_CONCURRENT,
@@ -169,9 +170,9 @@ class Choice(_Dist):
         # Optuna stores categorical choices as JSON scalars: lists (optim.betas) cannot be choices.
         bad = [v for v in values if not (v is None or isinstance(v, bool | int | float | str))]
         if bad:
-            raise ValueError(f"values must be numbers, strings, booleans or null: {bad[0]!r}")
+            raise ValueError(f"values must be numbers, strings, booleans or null: {quoted(bad[0])}")
         if len({repr(v) for v in values}) != len(values):
-            raise ValueError(f"values must be distinct (got {values})")
+            raise ValueError(f"values must be distinct (got {quoted(values)})")
         return self
 
 
@@ -186,17 +187,19 @@ def _shorthand(raw: Any) -> Any:
     kinds = [k for k in raw if k in _KINDS] if isinstance(raw, Mapping) else []
     if len(kinds) != 1:
         raise ValueError(
-            f"must be a mapping with exactly one distribution, one of {allowed} (got {raw!r})"
+            f"must be a mapping with exactly one distribution, one of {allowed} (got {quoted(raw)})"
         )
     kind = kinds[0]
     extra = [str(k) for k in raw if k != kind and not (kind == "int" and k == "log")]
     if extra:
         hint = " (log belongs to int)" if "log" in extra else ""
-        raise ValueError(f"unknown key '{extra[0]}'{hint}: a distribution is one of {allowed}")
+        raise ValueError(
+            f"unknown key '{excerpt(extra[0])}'{hint}: a distribution is one of {allowed}"
+        )
     fields = {"kind": kind, **{k: v for k, v in raw.items() if k == "log"}}
     value = raw[kind]
     if kind == "choice" and not isinstance(value, list):
-        raise ValueError(f"choice: must be a non-empty list of values (got {value!r})")
+        raise ValueError(f"choice: must be a non-empty list of values (got {quoted(value)})")
     if kind == "choice":
         return {**fields, "choices": value}
     integers = kind == "int"
@@ -208,7 +211,7 @@ def _shorthand(raw: Any) -> Any:
         and all(math.isfinite(v) for v in value)
     ):
         what = "integers" if integers else "finite numbers"
-        raise ValueError(f"{kind}: must be a list [lo, hi] of two {what} (got {value!r})")
+        raise ValueError(f"{kind}: must be a list [lo, hi] of two {what} (got {quoted(value)})")
     return {**fields, "low": value[0], "high": value[1]}
 
 
@@ -278,7 +281,7 @@ class SearchSection(BaseModel):
         if not isinstance(raw, Mapping) or not raw:
             raise ValueError(
                 "must be a non-empty mapping dotted key -> distribution "
-                f"({', '.join(DISTRIBUTIONS)}) (got {raw!r})"
+                f"({', '.join(DISTRIBUTIONS)}) (got {quoted(raw)})"
             )
         return raw
 
@@ -367,8 +370,8 @@ def check_space(space: Sequence[Dist], base: Mapping[str, Any], path: str | Path
                 from_flat({**base, dist.key: value})
             except ConfigError as err:
                 raise ConfigError(
-                    f"{path}: search.space.{dist.key}: value {value!r} makes the trial config "
-                    f"invalid: {err}"
+                    f"{path}: search.space.{dist.key}: value {quoted(value)} makes the trial "
+                    f"config invalid: {err}"
                 ) from None
     searched = {d.key for d in space}
     geomdr = sorted(k for k in searched if k.startswith("geomdr.") and k != "geomdr.enabled")

@@ -24,6 +24,7 @@ Everything is validated before anything starts: every expanded trial goes throug
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -54,9 +55,10 @@ from sweepgrok.config import (
     format_errors,
     from_flat,
     from_tree,
-    read_yaml,
+    read_mapping,
     unknown_key_message,
 )
+from sweepgrok.errors import excerpt, quoted
 
 FILE_CONFIG = ConfigDict(
     frozen=True, extra="forbid", strict=True, allow_inf_nan=False, use_attribute_docstrings=True
@@ -80,7 +82,7 @@ ConfigKey = Annotated[str, AfterValidator(_config_key)]
 
 def _values(value: Any) -> list[Any]:
     if not isinstance(value, list) or not value:
-        raise ValueError(f"must be a non-empty list of values (got {value!r})")
+        raise ValueError(f"must be a non-empty list of values (got {quoted(value)})")
     return value
 
 
@@ -91,7 +93,9 @@ Values = Annotated[list[Any], BeforeValidator(_values)]
 def _folder_name(name: str) -> str:
     # fullmatch: with re.match, "$" also matches before a trailing newline ("x\n").
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", name):
-        raise ValueError(f"must be a folder name of letters, digits, '_', '-', '.' (got {name!r})")
+        raise ValueError(
+            f"must be a folder name of letters, digits, '_', '-', '.' (got {quoted(name)})"
+        )
     return name
 
 
@@ -104,8 +108,8 @@ def local_storage(storage: str) -> str:
     folder ``s3:/b`` and write the sweep there."""
     if _URL_SCHEME.match(storage):
         raise ValueError(
-            f"object stores and other URLs are not supported yet (got {storage!r}): use a local "
-            "or shared-filesystem folder"
+            "object stores and other URLs are not supported yet "
+            f"(got {quoted(storage)}): use a local or shared-filesystem folder"
         )
     return storage
 
@@ -113,9 +117,11 @@ def local_storage(storage: str) -> str:
 def _seeds(value: Any) -> list[int]:
     ok = isinstance(value, list) and value
     if not ok or not all(type(s) is int and 0 <= s <= MAX_SEED for s in value):
-        raise ValueError(f"must be a non-empty list of ints in [0, 2**63 - 1] (got {value!r})")
+        raise ValueError(
+            f"must be a non-empty list of ints in [0, 2**63 - 1] (got {quoted(value)})"
+        )
     if len(set(value)) != len(value):
-        raise ValueError(f"must be distinct (got {value})")
+        raise ValueError(f"must be distinct (got {quoted(value)})")
     return value
 
 
@@ -188,9 +194,9 @@ class SweepFile(BaseModel):
         source = ""
         if isinstance(raw, str):
             path = _file(info).parent / raw
-            raw, source = read_yaml(path) or {}, str(path)
+            raw, source = read_mapping(path, "sections"), str(path)
         elif not isinstance(raw, Mapping):
-            raise ValueError(f"must be a mapping of sections or a path (got {raw!r})")
+            raise ValueError(f"must be a mapping of sections or a path (got {quoted(raw)})")
         from_tree(raw, source)
         return {k: dict(v) if isinstance(v, Mapping) else v for k, v in raw.items()}
 
@@ -216,10 +222,14 @@ class SweepFile(BaseModel):
 class GridFile(SweepFile):
     """A grid file: the trials are the cross product of its axes over the base."""
 
-    grid: dict[ConfigKey, Values] = {}
-    """Dotted key -> non-empty list of values; each key is one axis of the cross product."""
-    zip: list[Annotated[dict[ConfigKey, Values], Field(min_length=1)]] = []
-    """Groups of equal-length lists: each group is zipped into one axis, then crossed."""
+    grid: Annotated[dict[ConfigKey, Values], Field(min_length=1)] = {}
+    """Dotted key -> non-empty list of values; each key is one axis of the cross product
+    (omitted or null: no axis; an empty mapping is refused as a likely mistake)."""
+    zip: Annotated[
+        list[Annotated[dict[ConfigKey, Values], Field(min_length=1)]], Field(min_length=1)
+    ] = []
+    """Non-empty groups of equal-length lists: each group is zipped into one axis, then
+    crossed (omitted or null: none)."""
     seeds: Annotated[list[int], BeforeValidator(_seeds)] | None = None
     """Distinct init seeds in [0, 2**63 - 1]: shorthand for a train.seed axis."""
     seeds_per_trial: int | None = Field(None, ge=1, le=MAX_SEEDS)
@@ -282,10 +292,7 @@ File = TypeVar("File", bound=SweepFile)
 
 def read_sweep_doc(path: str | Path) -> dict[str, Any]:
     """Read a sweep YAML file; it must be a mapping."""
-    doc = read_yaml(path)
-    if not isinstance(doc, Mapping):
-        raise ConfigError(f"{path}: a sweep file must be a mapping of top-level keys")
-    return dict(doc)
+    return read_mapping(path, "top-level keys (a sweep file)")
 
 
 def validate_file(model: type[File], doc: Mapping[str, Any], path: str | Path) -> File:
@@ -316,7 +323,8 @@ def expand(
 
 
 def _short(overrides: Mapping[str, Any]) -> str:
-    return "(" + ", ".join(f"{k}={v}" for k, v in overrides.items()) + ")"
+    shown = (excerpt(v) if isinstance(v, str) else quoted(v) for v in overrides.values())
+    return "(" + ", ".join(f"{k}={v}" for k, v in zip(overrides, shown, strict=True)) + ")"
 
 
 def varying_keys(trials: Sequence[Trial]) -> list[str]:
@@ -329,10 +337,27 @@ def varying_keys(trials: Sequence[Trial]) -> list[str]:
     return [k for k in keys if len({repr(t.flat.get(k)) for t in trials}) > 1]
 
 
+MAX_TRIALS = 10_000
+"""Most trials a grid file may expand to (the product of its axes, seeds included)."""
+
+
+def check_trial_count(axes: Sequence[Sequence[Any]], path: str | Path) -> None:
+    """Refuse a grid past MAX_TRIALS before expanding it (10^8 trials would never finish)."""
+    count = math.prod(len(axis) for axis in axes)
+    if count > MAX_TRIALS:
+        sizes = " x ".join(str(len(axis)) for axis in axes)
+        raise ConfigError(
+            f"{path}: grid: {count:,} trials ({sizes}) is more than the limit of "
+            f"{MAX_TRIALS:,} trials per grid file: split it into several sweeps"
+        )
+
+
 def load_grid(path: str | Path) -> GridSpec:
     """Read, validate and expand a grid file; raises ConfigError naming file and key."""
     grid = validate_file(GridFile, read_sweep_doc(path), path)
-    trials = expand(grid.base_flat(), grid.axes(), path)
+    axes = grid.axes()
+    check_trial_count(axes, path)
+    trials = expand(grid.base_flat(), axes, path)
     return GridSpec(grid, trials, varying_keys(trials))
 
 

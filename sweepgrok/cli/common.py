@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -25,6 +25,9 @@ except ImportError:  # pragma: no cover
 
 from sweepgrok.errors import RUN_FAILED, USER_ERROR, error_line
 from sweepgrok.outputs import output_problem
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 LOGGER = "sweepgrok"
 """The library's logger; every module logs to a child of it (logging.getLogger(__name__))."""
@@ -100,16 +103,23 @@ class PlainErrorGroup(TyperGroup):
         sys.exit(code if isinstance(code, int) else 0)
 
 
+def plain_console(stderr: bool = False) -> Console:
+    """A rich console that prints text as given: rich markup is off, so a user's name, path or
+    value (``[/]``, ``[bold]x[/]``) is shown literally, never parsed (or refused) as markup."""
+    from rich.console import Console
+
+    return Console(stderr=stderr, markup=False)
+
+
 def setup_logging(verbose: bool = False) -> None:
     """One rich handler on stderr for the ``sweepgrok`` logger: INFO, or DEBUG when verbose."""
-    from rich.console import Console
     from rich.logging import RichHandler
 
     logger = logging.getLogger(LOGGER)
     logger.setLevel(logging.DEBUG if verbose else logging.INFO)
     if not any(getattr(h, "_sweepgrok", False) for h in logger.handlers):
         handler = RichHandler(
-            console=Console(stderr=True), show_time=False, show_path=False, markup=False
+            console=plain_console(stderr=True), show_time=False, show_path=False, markup=False
         )
         handler._sweepgrok = True  # type: ignore[attr-defined]
         logger.addHandler(handler)

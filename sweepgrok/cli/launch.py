@@ -11,7 +11,6 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
 from sweepgrok.cli.common import (
@@ -26,6 +25,7 @@ from sweepgrok.cli.common import (
     cannot_write_rows,
     check_resume_fresh,
     fail,
+    plain_console,
     setup_logging,
 )
 from sweepgrok.config import ConfigError
@@ -33,7 +33,7 @@ from sweepgrok.labels import key_labels
 from sweepgrok.spaces import GridSpec, load_grid, read_sweep_doc
 from sweepgrok.sweepdir import keep_sweep_file, prepare_grid_folder
 
-console = Console()
+console = plain_console()
 
 
 def _cell(value: Any) -> str:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from sweepgrok.cli.common import (
@@ -27,13 +26,14 @@ from sweepgrok.cli.common import (
     cannot_write_rows,
     check_resume_fresh,
     fail,
+    plain_console,
     setup_logging,
 )
 from sweepgrok.config import ConfigError
 from sweepgrok.search_file import SearchSpec, load_search
 from sweepgrok.sweepdir import keep_sweep_file, prepare_search_folder
 
-console = Console()
+console = plain_console()
 
 
 def _fmt(value: Any) -> str:

@@ -7,7 +7,14 @@ from typing import Annotated, Any
 
 import typer
 
-from sweepgrok.cli.common import Fresh, Umask, apply_umask, cannot_write_rows, fail
+from sweepgrok.cli.common import (
+    Fresh,
+    Umask,
+    apply_umask,
+    cannot_write_rows,
+    fail,
+    plain_console,
+)
 from sweepgrok.config import ConfigError, device_problem, load_config
 from sweepgrok.sweepdir import make_sweep_folder, prepare_train_folder
 
@@ -89,7 +96,6 @@ class _Progress:
 
 
 def _print_runs(rows: list[dict[str, Any]], out: Path) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"runs -> {out}")
@@ -98,4 +104,4 @@ def _print_runs(rows: list[dict[str, Any]], out: Path) -> None:
     for r in rows:
         table.add_row(*(str(r.get(c)) for c in
                         ("run_id", "train.seed", "status", "fit_step", "grok_step", "steps_run")))
-    Console().print(table)
+    plain_console().print(table)

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from sweepgrok.cli.common import fail
-from sweepgrok.config import SECTIONS, ConfigError, device_problem, load_config, read_yaml
+from sweepgrok.config import SECTIONS, ConfigError, device_problem, load_config, read_mapping
 from sweepgrok.spaces import is_grid_doc, load_grid
 
 
@@ -57,9 +57,7 @@ def _search_summary(path: Path) -> str:
 
 def summarize(path: Path) -> str:
     """Validate `path` and describe it in one line; raises ConfigError on any mistake."""
-    doc = read_yaml(path) or {}
-    if not isinstance(doc, Mapping):
-        raise ConfigError(f"{path}: must be a mapping (a trial, grid or search file)")
+    doc = read_mapping(path, "keys (a trial, grid or search file)")
     kind = kind_of(doc)
     if kind == "search":
         return _search_summary(path)

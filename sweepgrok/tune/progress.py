@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 
@@ -15,7 +16,7 @@ class LiveView:
         self.console = Console(stderr=True)
         self.enabled = self.console.is_terminal and sys.stderr.isatty()
         self.progress = Progress(
-            TextColumn(f"[bold]{sweep}[/]"),
+            TextColumn(f"[bold]{escape(sweep)}[/]"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.description}"),
