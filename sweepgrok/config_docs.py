@@ -38,6 +38,8 @@ names the file, the key and the allowed values. Types are strict: `true` is not 
 (quoted) is not a number, and an integer key takes no `7.0`; numbers must be finite (no `.nan`,
 `.inf`). YAML reads `1e-3` (no dot) as text: write `1.0e-3` (`--set optim.lr=1e-3` is read as a
 number).
+Files are read within stated limits (size, encoding, nesting, aliases, duplicate keys): see
+[grids.md](grids.md#limits-on-input-files).
 """
 
 

@@ -11,6 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
+from sweepgrok.errors import QUOTE_LIMIT
 from sweepgrok.spaces import MAX_TRIALS
 from sweepgrok.yamlfile import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES
 
@@ -237,3 +238,12 @@ def test_a_grid_of_a_hundred_million_trials_is_refused_before_expanding(tmp_path
     line = refused(path, "100,000,000 trials (100 x 100 x 100 x 100)", f"{MAX_TRIALS:,} trials")
     assert "grid:" in line
     refused(path, "100,000,000 trials", command="launch")
+
+
+def test_the_docs_state_the_limits_the_code_applies():
+    text = " ".join((ROOT / "docs/grids.md").read_text().split())
+    assert f"at most {MAX_FILE_BYTES // 2**20} MiB" in text
+    assert f"at most {MAX_DEPTH} levels" in text
+    assert f"at most {MAX_NODES:,} values" in text
+    assert f"at most {MAX_TRIALS:,} trials" in text
+    assert f"({QUOTE_LIMIT} characters)" in text
