@@ -416,6 +416,9 @@ _PLAIN = {
 
 _UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")
 
+MAX_MESSAGE_CHARS = 300
+"""Most characters of one validator's message that an error line shows."""
+
 
 def _message(e: Any, model: Any) -> str:
     loc, kind = e["loc"], e["type"]
@@ -434,6 +437,8 @@ def _message(e: Any, model: Any) -> str:
         msg = _PLAIN[kind].format(**ctx)
     else:
         msg = e["msg"].removeprefix("Value error, ").replace("Input should be", "must be")
+        # A validator may quote what it got in full (a list of 50,000 seeds): keep one line short.
+        msg = excerpt(msg, MAX_MESSAGE_CHARS)
     # A validator's own message says what it got; pydantic's do not.
     shown = "input" in e and not isinstance(e["input"], dict) and kind != "value_error"
     got = f", got {quoted(e['input'])}" if shown else ""
