@@ -114,7 +114,7 @@ def test_fresh_deletes_a_folder_with_the_marker(tmp_path: Path, started: list) -
     refused(runner.invoke(app, ["launch", str(grid)]), "--fresh")  # holds a sweep
     started_ok(runner.invoke(app, ["launch", str(grid), "--fresh"]))
     assert not (sweep / "runs").exists() and not (sweep / "notes.txt").exists()
-    assert (sweep / MARKER).is_file() and started == [("launch", Path("runs/alice"))] * 2
+    assert (sweep / MARKER).is_file() and started == [("launch", sweep.resolve())] * 2
 
 
 def test_fresh_deletes_an_old_sweep_folder_of_sweepgrok_files_only(
@@ -130,7 +130,7 @@ def test_fresh_deletes_an_old_sweep_folder_of_sweepgrok_files_only(
     assert (sweep / "stray.txt").exists() and (sweep / "runs" / "part-1.parquet").exists()
     (sweep / "stray.txt").unlink()
     started_ok(runner.invoke(app, ["launch", str(grid), "--fresh"]))
-    assert not (sweep / "runs").exists() and started == [("launch", Path("runs/alice"))]
+    assert not (sweep / "runs").exists() and started == [("launch", sweep.resolve())]
 
 
 def test_search_fresh_refuses_a_folder_that_is_not_a_sweep(tmp_path: Path, started: list) -> None:
