@@ -60,8 +60,7 @@ def build_report(
 ) -> Path:
     """Write the report folder of sweep folders; returns report.md (AnalysisError on bad input,
     sweepgrok.parts.DamagedPart on a damaged part file unless `skip_damaged`)."""
-    metrics, runs = stats.read_sweeps(sweep_dirs, skip_damaged=skip_damaged)
-    summary, pending = stats.recorded_runs(stats.run_summary(metrics, runs))
+    metrics, summary, pending = stats.load_recorded_runs(sweep_dirs, skip_damaged=skip_damaged)
     sources = [Path(d).resolve().name for d in sweep_dirs]  # names, never machine paths
     return write_report(
         summary, out, by, baseline, threshold, paired, metrics=metrics, sources=sources,

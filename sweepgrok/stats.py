@@ -192,6 +192,16 @@ def default_threshold(summary: pd.DataFrame) -> float:
     return 0.99
 
 
+def load_recorded_runs(
+    sweep_dirs: str | Path | Iterable[str | Path], *, skip_damaged: bool = False
+) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """(metrics, run summary of the runs with a runs/ row, how many runs have none yet): what
+    `sweepgrok analyze` and the report read (see read_sweeps and recorded_runs)."""
+    metrics, runs = read_sweeps(sweep_dirs, skip_damaged=skip_damaged)
+    summary, pending = recorded_runs(run_summary(metrics, runs))
+    return metrics, summary, pending
+
+
 def summarize_sweeps(sweep_dirs: str | Path | Iterable[str | Path], **kwargs: Any) -> pd.DataFrame:
     """run_summary of one or more sweep folders (kwargs go to run_summary)."""
     metrics, runs = read_sweeps(sweep_dirs)

@@ -51,6 +51,8 @@ def render(
 
 def legend(threshold: float, table: pd.DataFrame) -> str:
     """One paragraph of definitions printed under every human-readable table."""
+    from sweepgrok.comparisons import n_comparisons  # pandas is loaded: `table` is a frame
+
     text = (
         f"grok = first eval with test_acc >= {threshold:g}; fit = first eval with train_acc >= "
         "0.99; delay = grok - fit. Median/mean among grokked runs [95% bootstrap CI], "
@@ -69,7 +71,7 @@ def legend(threshold: float, table: pd.DataFrame) -> str:
             "(the same values of the other keys); p = two-sided log-rank test, exact "
             "permutation p (± its Monte Carlo standard error above 20,000 relabellings)."
         )
-    if "p_holm" in table and _comparisons(table) > 1:
+    if "p_holm" in table and n_comparisons(table) > 1:
         text += " p Holm = Holm-adjusted over the table's comparisons."
     if "paired_speedup" in table:
         text += (
@@ -77,10 +79,6 @@ def legend(threshold: float, table: pd.DataFrame) -> str:
             "median over seeds of baseline / group time [bootstrap CI over seeds]."
         )
     return text
-
-
-def _comparisons(table: pd.DataFrame) -> int:
-    return int(table["p"].notna().sum()) if "p" in table else 0
 
 
 def _nan(x: Any) -> bool:
@@ -154,6 +152,7 @@ def _group_cells(r: Mapping[Any, Any]) -> list[str]:
 
 def display_rows(table: pd.DataFrame, keys: list[str]) -> tuple[list[str], list[list[str]]]:
     """Headers and formatted cells for the human-readable formats (table, markdown)."""
+    from sweepgrok.comparisons import n_comparisons
     from sweepgrok.stats import format_value
 
     headers = key_labels(keys) or ["group"]
@@ -161,7 +160,7 @@ def display_rows(table: pd.DataFrame, keys: list[str]) -> tuple[list[str], list[
     headers += ["KM median", "min–max"]
     with_baseline = "speedup" in table
     stratified = with_baseline and table["baseline_group"].dropna().nunique() > 1
-    holm = with_baseline and _comparisons(table) > 1
+    holm = with_baseline and n_comparisons(table) > 1
     paired = "paired_speedup" in table
     if stratified:
         headers += ["vs"]

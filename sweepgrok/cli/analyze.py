@@ -18,12 +18,12 @@ from sweepgrok.cli.common import (
     SkipDamaged,
     SweepDirs,
     ThresholdOption,
+    analysis_errors,
     check_output,
     check_sweep_dirs,
     fail,
     split_keys,
 )
-from sweepgrok.errors import analysis_option, damaged_part_message
 from sweepgrok.outputs import os_reason, write_text
 from sweepgrok.tables import Format, render
 
@@ -54,22 +54,17 @@ def analyze(
     """Grokking statistics per group: success rate, grok step, delay, Kaplan-Meier median,
     speed-up vs a baseline. Reads Parquet only (no Ray, no torch)."""
     from sweepgrok import comparisons, stats
-    from sweepgrok.parts import DamagedPart
 
     check_sweep_dirs(sweep_dirs)
     # Every output path before any work: a mistake never follows a half-printed table.
     check_output(out, "--out", folder=False)
     check_output(plots, "--plots", folder=True)
-    try:
+    with analysis_errors():
         metrics, summary, keys = _load(sweep_dirs, by, skip_damaged)
         theta = float(threshold.value) if threshold else stats.default_threshold(summary)
         table = comparisons.analysis_table(
             summary, keys, baseline, paired=paired, threshold=theta, n_boot=n_boot, seed=seed
         )
-    except stats.AnalysisError as err:
-        raise fail(str(err), analysis_option(err)) from None
-    except DamagedPart as err:
-        raise fail(damaged_part_message(err), str(err.sweep_dir)) from None
     _emit(render(table, keys, fmt, theta), out)
     if plots is not None:
         from sweepgrok import plots as figures
@@ -87,8 +82,7 @@ def _load(
     """(metrics, run summary of the runs with a run row, grouping keys)."""
     from sweepgrok import stats
 
-    metrics, runs = stats.read_sweeps(sweep_dirs, skip_damaged=skip_damaged)
-    summary, pending = stats.recorded_runs(stats.run_summary(metrics, runs))
+    metrics, summary, pending = stats.load_recorded_runs(sweep_dirs, skip_damaged=skip_damaged)
     if pending:
         typer.echo(
             f"note: {pending} run(s) have metrics but no runs/ row yet (still running?): left out",

@@ -7,10 +7,11 @@ through ``fail``, from Typer's own option parsing through ``PlainErrorGroup``. N
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -38,6 +39,22 @@ def fail(message: str, where: str | None = None, code: int = USER_ERROR) -> type
     (exit 2, a user mistake, unless `code` says otherwise: RUN_FAILED for a run cut short)."""
     typer.echo(error_line(message, where), err=True)
     return typer.Exit(code=code)
+
+
+@contextlib.contextmanager
+def analysis_errors() -> Iterator[None]:
+    """What reading and analysing sweep folders refuses (stats.AnalysisError: the option at
+    fault; parts.DamagedPart: the damaged part file) as the one error line, exit 2."""
+    from sweepgrok.errors import analysis_option, damaged_part_message
+    from sweepgrok.parts import DamagedPart
+    from sweepgrok.stats import AnalysisError
+
+    try:
+        yield
+    except AnalysisError as err:
+        raise fail(str(err), analysis_option(err)) from None
+    except DamagedPart as err:
+        raise fail(damaged_part_message(err), str(err.sweep_dir)) from None
 
 
 def cannot_write_rows(err: Exception, then: str) -> typer.Exit:

@@ -18,12 +18,12 @@ from sweepgrok.cli.common import (
     SkipDamaged,
     SweepDirs,
     ThresholdOption,
+    analysis_errors,
     check_output,
     check_sweep_dirs,
     fail,
     split_keys,
 )
-from sweepgrok.errors import analysis_option, damaged_part_message
 from sweepgrok.outputs import os_reason
 
 
@@ -43,21 +43,16 @@ def report(
     The tables are given at each threshold (0.95, 0.99) that every run could see; --threshold
     picks the figures'.
     """
-    from sweepgrok import stats
-    from sweepgrok.parts import DamagedPart
     from sweepgrok.report import build_report
 
     check_sweep_dirs(sweep_dirs)
     check_output(out, "--out", folder=True)  # before any work
     theta = float(threshold.value) if threshold else None
     try:
-        path = build_report(
-            sweep_dirs, out, split_keys(by), baseline, theta, paired, skip_damaged=skip_damaged
-        )
-    except stats.AnalysisError as err:
-        raise fail(str(err), analysis_option(err)) from None
-    except DamagedPart as err:
-        raise fail(damaged_part_message(err), str(err.sweep_dir)) from None
+        with analysis_errors():
+            path = build_report(
+                sweep_dirs, out, split_keys(by), baseline, theta, paired, skip_damaged=skip_damaged
+            )
     except OSError as err:  # the reading side raises DamagedPart: this is the report's folder
         raise fail(f"{out}: cannot write the report: {os_reason(err)}", "--out") from None
     typer.echo(f"wrote {path}")
