@@ -128,3 +128,11 @@ def process_settings() -> None:
     from sweepgrok.process import configure_process
 
     configure_process(TrainConfig())
+
+
+def one_line_error(output: str) -> str:
+    """The one error line a command prints (``error: <where>: <message>``); fails on anything
+    else (a traceback, several lines)."""
+    lines = output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), output
+    return lines[0]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import one_line_error as message
 from typer.testing import CliRunner
 
 from sweepgrok import comparisons, stats
@@ -67,13 +68,6 @@ def invoke(*args: str | Path) -> tuple[int, str]:
     result = runner.invoke(app, ["analyze", *map(str, args)])
     assert "Traceback" not in result.output
     return result.exit_code, result.output
-
-
-def message(out: str) -> str:
-    """The one error line (``error: <where>: <message>``); fails on anything else."""
-    lines = out.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), out
-    return lines[0]
 
 
 def test_table_is_the_default(sweep: Path) -> None:

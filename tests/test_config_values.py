@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from conftest import one_line_error
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
@@ -215,12 +216,6 @@ def trial_file(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "trial.yaml"
     path.write_text(text)
     return path
-
-
-def one_line_error(output: str) -> str:
-    lines = output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), output
-    return lines[0]
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import one_line_error
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
@@ -61,12 +62,6 @@ def search_error(path: Path) -> str:
     with pytest.raises(ConfigError) as err:
         load_search(path)
     return str(err.value)
-
-
-def one_line_error(output: str) -> str:
-    lines = output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), output
-    return lines[0]
 
 
 # ---- grid files ------------------------------------------------------------------------------
