@@ -223,24 +223,31 @@ def check_sweep_after_node_loss(
     return measured
 
 
+def run_through_node_loss(
+    command: list[str], cluster: Cluster, sweep_dir: Path, cwd: Path | None = None
+) -> tuple[NodeLoss, int, str]:
+    """Run `command`, kill the worker node while a trial runs there, and wait for the command:
+    (the loss with its timings, the exit code, the output)."""
+    proc = subprocess.Popen(
+        command, cwd=cwd, env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True,
+    )  # fmt: skip
+    loss = kill_worker_mid_trial(cluster, sweep_dir, proc)
+    killed = time.monotonic() - loss.detected_s
+    out, _ = proc.communicate(timeout=300)
+    loss.finished_s = time.monotonic() - killed
+    return loss, proc.returncode, out
+
+
 @pytest.mark.timeout(600)  # 234 s measured (detected 2 s, finished 59 s after the kill)
 def test_worker_node_lost_mid_trial(tmp_path: Path, ray_env: dict[str, str]) -> None:
     grid = fault_grid(tmp_path)
     sweep = tmp_path / SWEEP
     with two_node_cluster(ray_env, tmp_path) as cluster:
         launch = [PYTHON, "-m", "sweepgrok", "launch", str(grid), "--storage", str(tmp_path)]
-        driver = subprocess.Popen(
-            [*launch, "--address", cluster.address],
-            env=cluster.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        loss = kill_worker_mid_trial(cluster, sweep, driver)
-        killed = time.monotonic() - loss.detected_s
-        out, _ = driver.communicate(timeout=300)
-        loss.finished_s = time.monotonic() - killed
-        assert driver.returncode == 0, out
+        launch += ["--address", cluster.address]
+        loss, code, out = run_through_node_loss(launch, cluster, sweep)
+        assert code == 0, out
     check_sweep_after_node_loss(grid, sweep, loss, tmp_path)
 
 
@@ -269,18 +276,7 @@ def test_worker_node_lost_during_a_ray_job(tmp_path: Path, ray_env: dict[str, st
         # What docs/cluster.md warns about: the entrypoint runs with the nodes' PATH.
         assert bare.returncode != 0 and "not found" in bare.stdout + bare.stderr, bare
         entry = [PYTHON, "-m", "sweepgrok", "launch", str(grid), "--storage", str(tmp_path)]
-        job = subprocess.Popen(
-            [*submit, "--", *entry],
-            cwd=REPO,
-            env=cluster.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        loss = kill_worker_mid_trial(cluster, sweep, job)
-        killed = time.monotonic() - loss.detected_s
-        out, _ = job.communicate(timeout=300)
-        loss.finished_s = time.monotonic() - killed
-        assert job.returncode == 0 and "succeeded" in out, out
+        loss, code, out = run_through_node_loss([*submit, "--", *entry], cluster, sweep, cwd=REPO)
+        assert code == 0 and "succeeded" in out, out
         assert "FileNotFoundError" not in out, out  # the reported failure after the fit
     check_sweep_after_node_loss(grid, sweep, loss, tmp_path)
