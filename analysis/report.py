@@ -1,10 +1,11 @@
 """Turn sweep folders into a Markdown report with PNG figures and CSV tables.
 
     python -m analysis.report SWEEP_DIR [SWEEP_DIR ...] --out DIR
-        [--by k1,k2] [--baseline k=v,...] [--threshold 0.95|0.99]
+        [--by k1,k2] [--baseline k=v,...] [--threshold 0.95|0.99] [--html]
 
 The same as ``sweepgrok report``: a thin wrapper around sweepgrok.report (which writes
-DIR/report.md, DIR/groups_<t>.csv, DIR/runs.csv and DIR/figures/*.png from Parquet alone).
+DIR/report.md, DIR/groups_<t>.csv, DIR/runs.csv, DIR/figures/*.png and with --html the
+self-contained DIR/report.html from Parquet alone).
 A mistake exits 2 with one line on stderr, in the CLI's style (sweepgrok.errors).
 """
 
@@ -25,7 +26,7 @@ from sweepgrok.errors import (
 )
 from sweepgrok.outputs import os_reason, output_problem
 from sweepgrok.parts import DamagedPart
-from sweepgrok.report import THRESHOLDS, build_report
+from sweepgrok.report import HTML_FILE, THRESHOLDS, build_report
 
 
 class _Parser(argparse.ArgumentParser):
@@ -46,6 +47,11 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--skip-damaged",
         action="store_true",
         help="leave out damaged part files (warned) instead of exiting 2",
+    )
+    ap.add_argument(
+        "--html",
+        action="store_true",
+        help="also write report.html, one self-contained file (figures, definitions, configs)",
     )
     ap.add_argument(
         "--threshold",
@@ -79,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.threshold,
             args.paired,
             skip_damaged=args.skip_damaged,
+            html=args.html,
         )
     except stats.AnalysisError as err:
         print(error_line(str(err), analysis_option(err)), file=sys.stderr)
@@ -90,6 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(error_line(f"{args.out}: cannot write: {os_reason(err)}", "--out"), file=sys.stderr)
         return USER_ERROR
     print(f"wrote {report}")
+    if args.html:
+        print(f"wrote {args.out / HTML_FILE}")
     return 0
 
 

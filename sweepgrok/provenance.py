@@ -9,7 +9,8 @@ from importlib import metadata
 from pathlib import Path
 
 
-def _version(dist: str) -> str | None:
+def package_version(dist: str) -> str | None:
+    """The installed version of distribution `dist`, or None when it is not installed."""
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
@@ -33,10 +34,10 @@ def git_commit() -> str | None:
 def provenance(device: str) -> dict[str, str | None]:
     """Provenance columns of a run row (ray's version is read from metadata, not imported)."""
     return {
-        "sweepgrok_version": _version("sweepgrok"),
+        "sweepgrok_version": package_version("sweepgrok"),
         "git_commit": git_commit(),
-        "torch_version": _version("torch"),
-        "ray_version": _version("ray"),
+        "torch_version": package_version("torch"),
+        "ray_version": package_version("ray"),
         "host": socket.gethostname(),
         "device": device,
     }

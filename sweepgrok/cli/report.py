@@ -1,4 +1,5 @@
-"""`sweepgrok report SWEEP_DIR... --out DIR`: a Markdown report with figures and CSV tables.
+"""`sweepgrok report SWEEP_DIR... --out DIR [--html]`: a Markdown report with figures and CSV
+tables, and with --html one self-contained HTML file.
 
 The report itself is library code (sweepgrok.report), imported inside the command with pandas
 and matplotlib, so that `sweepgrok --help` stays fast.
@@ -37,13 +38,21 @@ def report(
     paired: Paired = False,
     threshold: ThresholdOption = None,
     skip_damaged: SkipDamaged = False,
+    html: Annotated[
+        bool,
+        typer.Option(
+            "--html",
+            help="Also write report.html: one self-contained file (figures inside, the "
+            "definitions, every run's config, provenance) to send to a colleague.",
+        ),
+    ] = False,
 ) -> None:
     """Write report.md, figures/*.png, runs.csv and groups_95/99.csv for sweep folders.
 
     The tables are given at each threshold (0.95, 0.99) that every run could see; --threshold
     picks the figures'.
     """
-    from sweepgrok.report import build_report
+    from sweepgrok.report import HTML_FILE, build_report
 
     check_sweep_dirs(sweep_dirs)
     check_output(out, "--out", folder=True)  # before any work
@@ -51,8 +60,10 @@ def report(
     try:
         with analysis_errors():
             path = build_report(
-                sweep_dirs, out, split_keys(by), baseline, theta, paired, skip_damaged=skip_damaged
+                sweep_dirs, out, split_keys(by), baseline, theta, paired, skip_damaged, html
             )
     except OSError as err:  # the reading side raises DamagedPart: this is the report's folder
         raise fail(f"{out}: cannot write the report: {os_reason(err)}", "--out") from None
     typer.echo(f"wrote {path}")
+    if html:
+        typer.echo(f"wrote {out / HTML_FILE}")

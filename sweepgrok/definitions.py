@@ -1,0 +1,75 @@
+"""The definitions of every number a report shows, written once.
+
+The Markdown report, the HTML report and the definitions list of docs/statistics.md show this
+text (tests/test_report_html.py fails when the docs' list differs from it). Inline Markdown only:
+`code` and **bold**, which the HTML report turns into tags.
+"""
+
+from __future__ import annotations
+
+DEFINITIONS: tuple[tuple[str, str], ...] = (
+    ("fit step", "first evaluation where train accuracy ≥ `train.fit_threshold` (0.99)."),
+    (
+        "grok step at θ",
+        "first evaluation where test accuracy ≥ θ, recorded at 0.95 and 0.99 (`grok_step_95`, "
+        "`grok_step_99`); `grok_step` is the one at `train.grok_threshold`.",
+    ),
+    ("grokking delay", "grok step − fit step."),
+    (
+        "censored",
+        "a run that reached its budget (or a search's time cap) without grokking. Its grok time "
+        'is "> steps_run", never dropped. A diverged or failed run can never grok: it is '
+        "censored at its budget (`train.max_steps`), so it stays in every risk set, and counts "
+        "as not grokked in the success rate.",
+    ),
+    ("success rate", "k/n runs grokked, with a 95% Wilson interval."),
+    (
+        "median grok step and delay",
+        "among grokked runs, with a seeded 95% percentile bootstrap CI. A group of fewer than 5 "
+        "runs is flagged (†): its interval is about the range of the data.",
+    ),
+    (
+        "KM median",
+        "Kaplan-Meier median grok time over all runs, censored ones included (the convention of "
+        "R's `survival::survfit`). When fewer than half grok it does not exist: \"> N\", N the "
+        "group's longest run.",
+    ),
+    (
+        "speed-up",
+        "baseline KM median / group KM median, with a seeded bootstrap CI, against the baseline "
+        "of the same stratum (the same values of the other grouping keys). \"> x\": the baseline "
+        'has no median and x is a lower bound; "< x" is the mirror case.',
+    ),
+    (
+        "p",
+        "two-sided log-rank test of the group against its baseline, by exact permutation (a "
+        "seeded Monte Carlo of 10,000 relabellings, ± its standard error, above 20,000 "
+        "relabellings). **p Holm**: Holm's step-down adjustment over the table's comparisons. "
+        "**Paired**: runs matched by seed, the log-rank stratified by seed.",
+    ),
+    (
+        "collapse onset",
+        "first evaluation, from the fit step on, where D_eff (last hidden layer) falls below "
+        "`geometry.collapse_fraction` (0.5) of its running maximum since the fit step; "
+        "**collapse-to-grok gap** = grok step − collapse onset.",
+    ),
+    (
+        "D_eff",
+        "the participation ratio (Σ μ_i)² / Σ μ_i² of the covariance eigenvalues of the centred "
+        "representations; **ρ** = mean Euclidean distance to the k nearest neighbours of the "
+        "L2-normalized representations; **Fourier concentration** = energy share of the top "
+        "frequencies of the token embedding (FFT over the vocabulary axis) and of the effective "
+        "unembedding (over the classes), raw and above chance.",
+    ),
+    (
+        "GeomDR",
+        "the loss L = L_task + λ(t) Σ_layers Σ_{j > d*} μ_j, with λ(t) = 0 before t_s, then "
+        "λ_max (1 − cos(π min(1, (t − t_s)/T_ramp)))/2.",
+    ),
+)
+"""(term, its definition in inline Markdown), in reading order."""
+
+
+def markdown() -> str:
+    """The definitions as a Markdown list, one item per term."""
+    return "\n".join(f"- **{term}**: {text}" for term, text in DEFINITIONS)
