@@ -7,7 +7,7 @@ grid file, the shared storage) and types the rest as written. The nodes run with
 first on PATH, as the launcher files start them, so the bare `sweepgrok` of the recipe resolves
 (test_cluster_faults covers a head started without it, and a node lost during a job).
 
-Timeout: about 2.5x the duration measured on 2 cores shared with other work (load ~10).
+Timeout: about 2.5x the duration measured on 2 cores shared with other work.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def as_typed(command: str, cluster: Cluster, grid: Path, storage: Path) -> list[
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(480)
+@pytest.mark.timeout(600)  # 212 s measured (load ~25)
 def test_the_readme_ray_job_recipe_runs_a_grid_on_two_nodes(
     tmp_path: Path, ray_env: dict[str, str]
 ) -> None:
@@ -63,7 +63,7 @@ def test_the_readme_ray_job_recipe_runs_a_grid_on_two_nodes(
         command = as_typed(readme_job_command(), cluster, grid, tmp_path)
         # From the checkout: `--working-dir .` ships this sweepgrok/ to the job.
         job = subprocess.run(
-            command, cwd=ROOT, env=cluster.env, capture_output=True, text=True, timeout=360
+            command, cwd=ROOT, env=cluster.env, capture_output=True, text=True, timeout=480
         )
     out = job.stdout + job.stderr
     assert job.returncode == 0 and "succeeded" in out, out
