@@ -64,6 +64,19 @@ def storage_url(sweep_dir: Path, kind: str) -> str:
     return f"sqlite:///{root / 'optuna.db'}"
 
 
+DASHBOARD_HOST = "127.0.0.1"
+"""optuna-dashboard listens on loopback only: it can edit and delete the study's trials."""
+DASHBOARD_PORT = 8080
+DASHBOARD_EXTRA = "pip install 'sweepgrok[dashboard]'"
+
+
+def dashboard_command(record: Mapping[str, Any], port: int = DASHBOARD_PORT) -> list[str]:
+    """The optuna-dashboard command line that serves the record's study (an absolute storage
+    path, so it runs from any directory; a journal file is recognised by its path)."""
+    host = ["--host", DASHBOARD_HOST, "--port", str(port)]
+    return ["optuna-dashboard", str(record["storage"]), *host]
+
+
 def new_study_record(spec: SearchSpec, sweep_dir: Path) -> dict[str, Any]:
     """A unique study name (name + time + random), so studies never merge in one storage."""
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -319,3 +319,44 @@ def test_cli_resume_refuses_a_changed_space(tmp_path):
     )
     res = CliRunner().invoke(app, ["search", str(path), "--resume"])
     assert res.exit_code == 2 and "changed" in res.output
+
+
+# ---- the optuna-dashboard command -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "journal"])
+def test_dashboard_command_opens_the_sweeps_own_study_in_optuna_dashboard(tmp_path, kind):
+    from optuna_dashboard._storage_url import get_storage  # how optuna-dashboard reads its arg
+
+    spec = load_search(write(tmp_path, {"study_storage": kind}, storage=str(tmp_path / "out")))
+    record = S.new_study_record(spec, spec.sweep_dir())
+    S.write_study_record(spec.sweep_dir(), record)
+    optuna.create_study(storage=S.open_storage(record), study_name=record["study_name"])
+    command = S.dashboard_command(record, port=8123)
+    assert command[0] == "optuna-dashboard"
+    assert command[2:] == ["--host", "127.0.0.1", "--port", "8123"]
+    summaries = get_storage(command[1]).get_all_studies()
+    assert [s.study_name for s in summaries] == [record["study_name"]]
+
+
+@pytest.mark.parametrize("installed", [True, False])
+def test_the_dashboard_command_is_printed_on_one_line(tmp_path, monkeypatch, capsys, installed):
+    import importlib.util
+    import shlex
+
+    from sweepgrok.cli.search import print_dashboard_command
+
+    real = importlib.util.find_spec
+    missing = {"optuna_dashboard"} if not installed else set()
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name in missing else real(name, *a)
+    )
+    deep = tmp_path / ("a-long-folder-name-" * 6) / "with space"
+    record = S.new_study_record(load_search(write(tmp_path)), deep)
+    print_dashboard_command(record)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1, lines
+    command = shlex.join(S.dashboard_command(record))
+    hint = "pip install 'sweepgrok[dashboard]', then " if not installed else ""
+    assert lines[0] == f"study dashboard: {hint}{command}"
+    assert shlex.split(command)[1] == f"sqlite:///{deep / 'optuna.db'}"

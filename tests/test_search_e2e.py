@@ -3,7 +3,8 @@
 Most tests use a synthetic trainer with the real trainer's signature and rows (the events module's
 RunTracker and run_row, EvalReport's stop) whose grok step is a known function of the config:
 no torch, so the search itself is what is measured. The last test runs the real CLI on
-search_spaces/quick_optuna.yaml. Ray processes are tagged and stopped by PID (conftest.ray_env).
+search_spaces/quick_optuna.yaml, then the optuna-dashboard command it printed, read back over
+the dashboard's HTTP API. Ray processes are tagged and stopped by PID (conftest.ray_env).
 
 Timeouts: about 3x the durations measured on 2 cores shared with other work (load ~10); the
 tests without a mark took under 40 s there.
@@ -11,13 +12,18 @@ tests without a mark took under 40 s there.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
+import os
+import shlex
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +32,7 @@ import optuna
 import pytest
 import yaml
 from conftest import wait_until
+from ray_cluster import free_ports
 from typer.testing import CliRunner
 
 from sweepgrok import objective
@@ -275,7 +282,70 @@ def test_interrupted_search_resumes_to_exactly_num_samples(tmp_path, ray_env):
     assert not metrics.duplicated(["run_id", "step"]).any()
 
 
-@pytest.mark.timeout(240)  # 67 s measured
+def printed_dashboard_commands(output: str) -> list[list[str]]:
+    """The optuna-dashboard commands `sweepgrok search` printed, as argument lists."""
+    prefix = "study dashboard: "
+    lines = output.splitlines()
+    return [shlex.split(line.removeprefix(prefix)) for line in lines if line.startswith(prefix)]
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.load(response)
+
+
+@contextlib.contextmanager
+def dashboard_serving(command: list[str], env: dict[str, str], log: Path) -> Iterator[str]:
+    """Run an optuna-dashboard command line until it answers; yield its URL; stop it by PID."""
+    port = command[command.index("--port") + 1]
+    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(command, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+
+    def answers() -> bool:
+        assert proc.poll() is None, f"optuna-dashboard exited: {log.read_text()}"
+        try:
+            return "study_summaries" in get_json(f"{url}/api/studies")
+        except (OSError, ValueError):  # not listening yet (URLError is an OSError)
+            return False
+
+    try:
+        wait_until(answers, 60, f"optuna-dashboard on {url}")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def check_dashboard_shows_the_study(output: str, sweep_dir: Path, tmp_path: Path) -> None:
+    """The command printed at the start and at the end serves the study sweepgrok recorded."""
+    record = S.read_study_record(sweep_dir)
+    assert record is not None
+    printed = printed_dashboard_commands(output)
+    assert printed == [S.dashboard_command(record)] * 2, output
+    assert printed[0][1] == f"sqlite:///{sweep_dir.resolve() / 'optuna.db'}"
+    assert printed[0][-2:] == ["--port", "8080"]
+    # The printed command as typed, on a free port (8080 may be taken on this machine).
+    command = [*printed[0][:-1], str(free_ports(1)[0])]
+    command[0] = str(Path(sys.executable).parent / command[0])  # the venv's entry point
+    summary = json.loads((sweep_dir / "search_summary.json").read_text())
+    with dashboard_serving(command, dict(os.environ), tmp_path / "dashboard.log") as url:
+        studies = get_json(f"{url}/api/studies")["study_summaries"]
+        assert [s["study_name"] for s in studies] == [summary["study_name"]]
+        detail = get_json(f"{url}/api/studies/{studies[0]['study_id']}")
+    trials = {t["number"]: t for t in detail["trials"]}
+    assert len(trials) == sum(summary["trials"].values()) == len(read_runs(sweep_dir))
+    recorded = {t.number: t.value for t in S.load_study(record).trials}
+    assert {n: t["values"][0] for n, t in trials.items()} == recorded
+    assert all(t["state"] == "Complete" for t in trials.values())
+    (best,) = detail["best_trials"]
+    assert (best["number"], best["values"][0]) == (summary["best_trial"], summary["best_value"])
+
+
+@pytest.mark.timeout(480)  # 67 s measured for the search (load ~10), 261 s in all at load ~27
 def test_cli_quick_optuna_prints_and_writes_the_best_schedule(tmp_path, ray_env):
     from sweepgrok.cli import app
 
@@ -300,3 +370,4 @@ def test_cli_quick_optuna_prints_and_writes_the_best_schedule(tmp_path, ray_env)
     assert summary["trials"] == {"COMPLETE": 3} and summary["best_value"] <= 1000
     assert (sweep_dir / "objective.png").exists() and (sweep_dir / "optuna.db").exists()
     assert len(read_runs(sweep_dir)) == 3
+    check_dashboard_shows_the_study(res.output, sweep_dir, tmp_path)

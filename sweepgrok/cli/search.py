@@ -1,9 +1,10 @@
 """`sweepgrok search SEARCH.yaml`: an Optuna search for the fastest-grokking schedule.
 
 The study persists in the sweep folder (``optuna.db``, or ``optuna.journal``), named in
-``study.json``, so ``--resume`` continues it and ``optuna-dashboard`` opens it. Every trial's rows
-land in the same Parquet layout as a grid. Optuna and Ray are imported only after the search
-file has been validated and the sweep folder checked: a user mistake exits 2, writes nothing.
+``study.json``, so ``--resume`` continues it and ``optuna-dashboard`` opens it (the command is
+printed at the start and at the end). Every trial's rows land in the same Parquet layout as a
+grid. Optuna and Ray are imported only after the search file has been validated and the sweep
+folder checked: a user mistake exits 2, writes nothing.
 """
 
 from __future__ import annotations
@@ -91,15 +92,21 @@ def print_results(spec: SearchSpec, sweep_dir: Path, results: Any) -> None:
         console.print(f"plot: {results.plot}")
     elif results.plot_error:
         console.print(f"no plot: {results.plot_error}")
-    console.print(
-        f"study: {s['study_name']} in {sweep_dir}  (optuna-dashboard {_dashboard_arg(sweep_dir)})",
-        highlight=False,
-    )
+    console.print(f"study: {s['study_name']} in {sweep_dir}", highlight=False)
 
 
-def _dashboard_arg(sweep_dir: Path) -> str:
-    db = sweep_dir / "optuna.db"
-    return f"sqlite:///{db}" if db.exists() else str(sweep_dir / "optuna.journal")
+def print_dashboard_command(record: dict[str, Any]) -> None:
+    """The optuna-dashboard command that serves the study, on one line (never wrapped: it is
+    copied and pasted), preceded by the install command when the extra is missing."""
+    import importlib.util
+    import shlex
+
+    from sweepgrok.study import DASHBOARD_EXTRA, dashboard_command
+
+    command = shlex.join(dashboard_command(record))
+    if importlib.util.find_spec("optuna_dashboard") is None:
+        command = f"{DASHBOARD_EXTRA}, then {command}"
+    console.print(f"study dashboard: {command}", highlight=False, soft_wrap=True)
 
 
 def search(
@@ -137,6 +144,7 @@ def search(
         raise fail(str(err)) from None
     from sweepgrok.sink import PartWriteError
 
+    print_dashboard_command(record)
     try:
         outcome = run(spec, sweep_dir, record, address, verbose)
     except PartWriteError as err:  # the study and Tune's state are saved: --resume goes on
@@ -146,6 +154,7 @@ def search(
 
     results = finish(spec, sweep_dir, record)
     print_results(spec, sweep_dir, results)
+    print_dashboard_command(record)
     done = finished_count(results.study)
     if done < spec.num_samples or outcome["errored"]:
         console.print(
