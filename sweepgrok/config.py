@@ -26,6 +26,7 @@ NormName = Literal["none", "layernorm", "rmsnorm", "sphere"]
 Attention = Literal["softmax", "uniform"]
 Unembed = Literal["auto", "linear", "cosine"]
 Device = Literal["auto", "cpu", "cuda"]
+GeomDRPenalty = Literal["tail", "tail_fraction", "trace"]
 
 
 class ConfigError(ValueError):
@@ -197,7 +198,15 @@ class GeomDRConfig(_Section):
     enabled: bool = False
     """Add the GeomDR spectral penalty (paper 2) to the task loss."""
     target_dim: int = Field(32, ge=0, le=MAX_WIDTH)
-    """d*: variance outside the top d* covariance directions is penalized."""
+    """d*: variance outside the top d* covariance directions is penalized. The covariance of N
+    rows of a layer of width w has rank at most min(w, N - 1): a d* at or above that leaves an
+    empty tail: penalty 0, not an error."""
+    penalty: GeomDRPenalty = "tail"
+    """What is penalized, from the covariance eigenvalues mu_j of a layer: tail = sum_{j>d*}
+    mu_j (the paper); tail_fraction = sum_{j>d*} mu_j / sum_j mu_j, the share of the variance
+    outside the top d*, unchanged when the activations are rescaled (dimension without scale);
+    trace = sum_j mu_j, the total variance (a scale control: the same mechanism with no
+    dimension target; d* is ignored)."""
     start_step: int = Field(2000, ge=0, le=MAX_STEPS)
     """t_s: lambda is 0 before this step."""
     lambda_max: float = Field(0.1, ge=0.0)

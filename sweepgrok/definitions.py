@@ -64,7 +64,11 @@ DEFINITIONS: tuple[tuple[str, str], ...] = (
     (
         "GeomDR",
         "the loss L = L_task + λ(t) Σ_layers Σ_{j > d*} μ_j, with λ(t) = 0 before t_s, then "
-        "λ_max (1 − cos(π min(1, (t − t_s)/T_ramp)))/2.",
+        "λ_max (1 − cos(π min(1, (t − t_s)/T_ramp)))/2. Two controls separate dimension from "
+        "activation scale (`geomdr.penalty`): `tail_fraction` penalizes Σ_{j > d*} μ_j / Σ_j μ_j "
+        "per layer (scale-free, in [0, 1], so λ_max is on another scale than the tail's) and "
+        "`trace` penalizes Σ_j μ_j (the total variance, no d*); the `geomdr_loss` column logs "
+        "the kind trained.",
     ),
 )
 """(term, its definition in inline Markdown), in reading order."""

@@ -37,7 +37,7 @@ def finite(z: Tensor) -> Tensor:
 def geomdr_loss(
     hidden: Sequence[Tensor], cfg: GeomDRConfig, gens: Sequence[torch.Generator] | None = None
 ) -> Tensor:
-    """GeomDR penalty summed over the regularized layers (cfg.layers, else all): (E,).
+    """GeomDR penalty of kind cfg.penalty, per layer, summed over cfg.layers (else all): (E,).
 
     hidden: each layer's representations (E, N, d). With `gens` (one per member, training) the
     covariance is estimated on a fresh subset of cfg.subsample of the rows drawn from the
@@ -51,5 +51,5 @@ def geomdr_loss(
     total = hidden[0].new_zeros(e)
     for i in layers:
         h = hidden[i] if idx is None else take(hidden[i], idx)
-        total = total + geo.geomdr_penalty(finite(h), cfg.target_dim)
+        total = total + geo.geomdr_penalty(finite(h), cfg.target_dim, cfg.penalty)
     return total

@@ -165,8 +165,8 @@ def _layer_weight_norm(model: Transformer | MLP) -> Tensor:
 
 
 def _geomdr_eval(hidden: list[Tensor], cfg: GeomDRConfig) -> Tensor:
-    """The GeomDR loss on the whole training set: (E,), NaN when GeomDR is off or the member's
-    last representation is not finite."""
+    """The GeomDR loss (of kind geomdr.penalty, the one trained on) on the whole training set:
+    (E,), NaN when GeomDR is off or the member's last representation is not finite."""
     if not cfg.enabled:
         return torch.full_like(hidden[0][:, 0, 0], math.nan)
     return torch.where(member_finite(hidden[-1]), geomdr_loss(hidden, cfg), math.nan)

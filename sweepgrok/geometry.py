@@ -14,7 +14,8 @@ Definitions (docs/statistics.md, paper 2 "How to Tame Grokking"):
 - Local neighbourhood distance ``rho``: mean Euclidean distance to the k nearest neighbours of
   the L2-normalized representations.
 - GeomDR loss per layer: ``sum_{j > d*} mu_j`` (variance outside the top d* directions);
-  total ``L = L_task + lambda(t) * sum over regularized layers``.
+  total ``L = L_task + lambda(t) * sum over regularized layers``. Two controls replace it on
+  request (geomdr.penalty): its share of the total variance, and the total variance itself.
 - Schedule: ``lambda(t) = 0`` before ``t_s``, then
   ``lambda_max * (1 - cos(pi * min(1, (t - t_s) / T_ramp))) / 2``.
 - Collapse onset: first evaluation where D_eff falls below a stated fraction of its running max.
@@ -25,13 +26,13 @@ Where the paper is silent, the choices made here are written in each function's 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, get_args
 
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from sweepgrok.config import GeomDRConfig
+from sweepgrok.config import GeomDRConfig, GeomDRPenalty
 
 __all__ = [
     "above_chance",
@@ -242,8 +243,7 @@ class _TailVariance(torch.autograd.Function):
         top = torch.where(ok[..., None, None], top, 0.0)
         ctx.save_for_backward(zc, top, ok)
         ctx.wide = n < d  # top lives on the sample side (N x N Gram)
-        trace = zc.square().sum(dim=(-2, -1)) / (n - 1)
-        return torch.where(ok, trace - evals.sum(dim=-1), 0.0)
+        return torch.where(ok, _total_variance(zc) - evals.sum(dim=-1), 0.0)
 
     @staticmethod
     @once_differentiable
@@ -254,11 +254,50 @@ class _TailVariance(torch.autograd.Function):
         return scale[..., None, None] * (zc - inside), None
 
 
-def geomdr_penalty(z: Tensor, target_dim: int) -> Tensor:
-    """GeomDR loss of one layer: ``sum_{j > d*} mu_j`` of the covariance of ``z`` (..., N, d).
+def geomdr_penalty(z: Tensor, target_dim: int, kind: GeomDRPenalty = "tail") -> Tensor:
+    """GeomDR loss of one layer from the covariance eigenvalues mu_j of ``z`` (..., N, d).
 
-    Returns (...,), differentiable in ``z`` (first order; no double backward). Computed as
-    ``trace(C) - sum_{j <= d*} mu_j``, which equals the tail sum, because:
+    ``kind`` (config key geomdr.penalty) picks what is penalized:
+
+    - ``tail``: ``sum_{j > d*} mu_j``, the paper's loss (``_tail_variance``);
+    - ``tail_fraction``: ``sum_{j > d*} mu_j / sum_j mu_j``, the share of the variance outside
+      the top d*: rescaling ``z`` by c scales both sums by c^2, so only the dimension counts;
+    - ``trace``: ``sum_j mu_j``, the total variance, computed as ``||Z~||_F^2 / (N-1)`` (the
+      trace of C, which equals the eigenvalue sum; no eigensolver). d* is ignored: the scale
+      control, the same penalty mechanism without a dimension target.
+
+    Returns (...,), differentiable in ``z`` (first order; no double backward). The eigensolver
+    runs in z's dtype: cast z (``z.double()``) to get float64; the gradient flows back
+    through the cast.
+    """
+    if target_dim < 0:
+        raise ValueError(f"target_dim must be >= 0, got {target_dim}")
+    if kind not in get_args(GeomDRPenalty):
+        raise ValueError(f"unknown GeomDR penalty {kind!r}: allowed {get_args(GeomDRPenalty)}")
+    if z.shape[-2] < 2:  # one sample has no spread (and N - 1 = 0): 0, as the tail always was
+        return z.new_zeros(z.shape[:-2])
+    if kind == "trace":
+        return _total_variance(_centred(z))
+    tail = _tail_variance(z, target_dim)
+    if kind == "tail":
+        return tail
+    # tail_fraction. A constant representation (dead units) has total variance 0 and an empty
+    # tail: 0/0 would be NaN and poison the weights. Clamping at the smallest normal float makes
+    # it 0 (zero gradient) and leaves every representable nonzero variance untouched, so the
+    # fraction stays scale-free.
+    total = _total_variance(_centred(z))
+    return tail / total.clamp_min(torch.finfo(total.dtype).tiny)
+
+
+def _total_variance(zc: Tensor) -> Tensor:
+    """``trace(C) = ||Z~||_F^2 / (N-1)`` of centred ``zc`` (..., N, d) -> (...,)."""
+    return zc.square().sum(dim=(-2, -1)) / (zc.shape[-2] - 1)
+
+
+def _tail_variance(z: Tensor, target_dim: int) -> Tensor:
+    """``sum_{j > d*} mu_j`` of the covariance of ``z`` (..., N, d) -> (...,).
+
+    Computed as ``trace(C) - sum_{j <= d*} mu_j``, which equals the tail sum, because:
 
     - the trace is ``||Z~||_F^2 / (N-1)``: exact, no eigensolver;
     - only the top d* eigenpairs are used; the gradient ``2/(N-1) Z~ (I - V_top V_top^T)`` is
@@ -269,21 +308,18 @@ def geomdr_penalty(z: Tensor, target_dim: int) -> Tensor:
 
     0 (no gradient) when d* >= d or d* >= N - 1: the covariance has rank <= min(d, N - 1), so
     the tail is exactly empty. Rounding can make the value a few ulps below 0 when the tail is
-    ~0; it is not clamped, so the gradient stays the true one. The eigensolver runs in z's
-    dtype: cast z (``z.double()``) to get float64; the gradient flows back through the cast.
+    ~0; it is not clamped, so the gradient stays the true one.
     """
     n, d = z.shape[-2], z.shape[-1]
-    if target_dim < 0:
-        raise ValueError(f"target_dim must be >= 0, got {target_dim}")
     if target_dim >= d or target_dim >= n - 1:
         return z.new_zeros(z.shape[:-2])
     zc = _centred(z)
     if target_dim == 0:
-        return zc.square().sum(dim=(-2, -1)) / (n - 1)
+        return _total_variance(zc)
     if not (torch.is_grad_enabled() and z.requires_grad):
         # Value only (evaluation): eigenvalues without eigenvectors, about half the eigh cost.
-        trace = zc.square().sum(dim=(-2, -1)) / (n - 1)
-        return trace - _robust_eigvalsh(_small_gram(zc))[..., -target_dim:].sum(dim=-1)
+        top = _robust_eigvalsh(_small_gram(zc))[..., -target_dim:]
+        return _total_variance(zc) - top.sum(dim=-1)
     out: Tensor = _TailVariance.apply(zc, target_dim)
     return out
 

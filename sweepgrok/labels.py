@@ -22,6 +22,7 @@ KEY_LABELS = {
     "optim.weight_decay": "wd",
     "geomdr.enabled": "GeomDR",
     "geomdr.target_dim": "d*",
+    "geomdr.penalty": "GeomDR penalty",
     "geomdr.start_step": "t_s",
     "geomdr.lambda_max": "lambda_max",
     "geomdr.ramp_steps": "T_ramp",

@@ -36,6 +36,7 @@ DESIGN_KEYS = [
     "optim.batch_size",
     "geomdr.enabled",
     "geomdr.target_dim",
+    "geomdr.penalty",
     "geomdr.start_step",
     "geomdr.lambda_max",
     "geomdr.ramp_steps",
@@ -100,6 +101,7 @@ def test_sphere_implies_cosine_unembed_unless_set():
         ({"train.seeds": [1, 1]}, "train.seeds"),
         ({"model.arch": "mlp", "model.norm": "sphere"}, "arch=transformer only"),
         ({"geomdr.layers": [3]}, "geomdr.layers"),
+        ({"geomdr.penalty": "fraction"}, "tail, tail_fraction, trace"),
     ],
 )
 def test_bad_values_name_the_key(flat, needle):

@@ -7,7 +7,8 @@ import math
 import pytest
 import torch
 
-from sweepgrok.config import GeomDRConfig
+from sweepgrok.config import GeomDRConfig, GeomDRPenalty
+from sweepgrok.ensemble import geomdr_loss
 from sweepgrok.geometry import (
     above_chance,
     covariance,
@@ -219,6 +220,98 @@ def test_penalty_gradient_descends_the_tail() -> None:
     z = torch.randn(40, 6, generator=_gen(), dtype=torch.float64)
     g = _grad(z, 2)
     assert geomdr_penalty(z - 1e-2 * g, 2).item() < geomdr_penalty(z, 2).item()
+
+
+# --- GeomDR penalty kinds: tail, tail_fraction, trace -----------------------------------------
+
+
+def _axis_cloud(offset: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> torch.Tensor:
+    """Six points +-e1, +-2 e2, +-3 e3 (plus an offset): Z~^T Z~ = diag(2, 8, 18), N - 1 = 5,
+    so the covariance is diag(0.4, 1.6, 3.6) by hand: trace 5.6."""
+    rows = [[1, 0, 0], [-1, 0, 0], [0, 2, 0], [0, -2, 0], [0, 0, 3], [0, 0, -3]]
+    return torch.tensor(rows, dtype=torch.float64) + torch.tensor(offset, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("offset", [(0.0, 0.0, 0.0), (5.0, -1.0, 2.0)])
+def test_penalty_kinds_by_hand_on_an_axis_cloud(offset: tuple[float, float, float]) -> None:
+    z = _axis_cloud(offset)  # mu = 3.6, 1.6, 0.4
+    expected: dict[GeomDRPenalty, dict[int, float]] = {
+        "tail": {0: 5.6, 1: 2.0, 2: 0.4, 3: 0.0},
+        "tail_fraction": {0: 1.0, 1: 2.0 / 5.6, 2: 0.4 / 5.6, 3: 0.0},
+        "trace": {0: 5.6, 1: 5.6, 2: 5.6, 3: 5.6, 50: 5.6},  # d* is ignored
+    }
+    for kind, by_target in expected.items():
+        for target, value in by_target.items():
+            for grad in (False, True):  # the value-only and the training path
+                got = geomdr_penalty(z.clone().requires_grad_(grad), target, kind)
+                assert got.item() == pytest.approx(value, abs=1e-12), (kind, target, grad)
+
+
+def test_penalty_kinds_on_a_2d_cloud_by_hand() -> None:
+    # The corners of a 2 x 2 square: variance (4 * 1^2) / 3 = 4/3 on each axis, no covariance.
+    z = torch.tensor([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0], [2.0, 2.0]], dtype=torch.float64)
+    assert geomdr_penalty(z, 1, "tail").item() == pytest.approx(4 / 3)
+    assert geomdr_penalty(z, 1, "tail_fraction").item() == pytest.approx(0.5)
+    assert geomdr_penalty(z, 1, "trace").item() == pytest.approx(8 / 3)
+
+
+def test_tail_is_the_default_and_unchanged() -> None:
+    z = torch.randn(3, 40, 9, generator=_gen(), dtype=torch.float64)
+    for target in (0, 3, 9):
+        assert torch.equal(geomdr_penalty(z, target), geomdr_penalty(z, target, "tail"))
+        torch.testing.assert_close(geomdr_penalty(z, target), _reference_penalty(z, target))
+    assert GeomDRConfig().penalty == "tail"
+
+
+def test_trace_equals_the_eigenvalue_sum() -> None:
+    # trace is computed as ||Z~||_F^2 / (N - 1), without an eigensolver: the same number.
+    for n, d in ((40, 9), (6, 11)):
+        z = torch.randn(2, n, d, generator=_gen(n), dtype=torch.float64)
+        torch.testing.assert_close(
+            geomdr_penalty(z, 3, "trace"), covariance_spectrum(z).sum(-1), rtol=1e-12, atol=0
+        )
+
+
+def test_tail_fraction_is_scale_free_and_tail_and_trace_scale_with_the_square() -> None:
+    z = torch.randn(50, 8, generator=_gen(), dtype=torch.float64)
+    factors: dict[GeomDRPenalty, float] = {"tail_fraction": 1.0, "tail": 100.0, "trace": 100.0}
+    for kind, factor in factors.items():
+        small, big = geomdr_penalty(z, 3, kind), geomdr_penalty(10 * z, 3, kind)
+        assert small.item() > 0
+        torch.testing.assert_close(big, factor * small, rtol=1e-10, atol=0)
+
+
+def test_tail_fraction_of_a_constant_representation_is_zero_with_a_zero_gradient() -> None:
+    z = torch.full((6, 4), 3.0, dtype=torch.float64, requires_grad=True)
+    value = geomdr_penalty(z, 1, "tail_fraction")
+    value.backward()
+    assert value.item() == 0.0 and z.grad is not None and (z.grad == 0).all()
+
+
+@pytest.mark.parametrize("kind", ["tail_fraction", "trace"])
+@pytest.mark.parametrize(("n", "d"), [(12, 5), (5, 9)])
+def test_control_gradients_match_finite_differences(kind: GeomDRPenalty, n: int, d: int) -> None:
+    z = torch.randn(2, n, d, generator=_gen(), dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x: geomdr_penalty(x, 2, kind), (z,))
+
+
+@pytest.mark.parametrize("kind", ["tail", "tail_fraction", "trace"])
+def test_penalty_kinds_are_per_member(kind: GeomDRPenalty) -> None:
+    zs = torch.randn(3, 30, 10, generator=_gen(), dtype=torch.float64)
+    zs[1] *= torch.linspace(0.1, 3.0, 10, dtype=torch.float64)  # members differ in shape
+    zs[2] *= 10.0  # and in scale
+    each = torch.stack([geomdr_penalty(z, 4, kind) for z in zs])
+    torch.testing.assert_close(geomdr_penalty(zs, 4, kind), each)
+    # geomdr_loss (the training loss and the logged geomdr_loss column) sums the chosen kind
+    # over the layers: a second layer 2 * zs adds the same fraction, or 4x the tail / trace.
+    cfg = GeomDRConfig(enabled=True, target_dim=4, penalty=kind)
+    second = 1.0 if kind == "tail_fraction" else 4.0
+    torch.testing.assert_close(geomdr_loss([zs, 2 * zs], cfg), each * (1 + second))
+
+
+def test_penalty_rejects_an_unknown_kind() -> None:
+    with pytest.raises(ValueError, match="tail_fraction"):
+        geomdr_penalty(torch.randn(5, 3), 1, "fraction")  # type: ignore[arg-type]
 
 
 # --- schedule ----------------------------------------------------------------------------------
