@@ -151,7 +151,9 @@ def grid_trials(runs: pd.DataFrame, tune: list[dict[str, Any]]) -> list[Trial]:
     out = []
     for trial_id in dict.fromkeys([*known, *rows]):
         info = known.get(trial_id, {})
-        out.append(Trial(trial_id, _grid_state(info, rows.get(trial_id, [])), info.get("seconds")))
+        # Only a trial Tune saw end has its whole duration in the snapshot.
+        seconds = info.get("seconds") if info.get("status") == "TERMINATED" else None
+        out.append(Trial(trial_id, _grid_state(info, rows.get(trial_id, [])), seconds))
     return out
 
 
