@@ -164,3 +164,46 @@ def test_status_reads_no_ray(sweep: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ})
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # a 4-trial grid on a real embedded Ray, as a user types it
+def test_a_launched_sweep_logs_each_trial_and_status_matches_its_runs(
+    tmp_path: Path, ray_env: dict[str, str]
+) -> None:
+    import pandas as pd
+
+    grid = write_grid(tmp_path / "g.yaml", "live", grid={"model.norm": ["none", "sphere"]},
+                      seeds=[1, 2], max_concurrent=2)
+    env = {k: v for k, v in ray_env.items() if k != "RAY_AUTH_MODE"}  # Ray greets when unset
+    launched = subprocess.run([SWEEPGROK, "launch", str(grid), "--storage", str(tmp_path)],
+                              env=env, capture_output=True, text=True, timeout=560)
+    assert launched.returncode == 0, launched.stdout + launched.stderr
+    assert "Token authentication" not in launched.stderr, launched.stderr
+    sweep = tmp_path / "live"
+    runs = pd.read_parquet(sweep / "runs")  # nothing was retried: one row per run
+    assert len(runs) == 4 and runs["run_id"].is_unique
+    # stdout is a pipe (a log): one line per trial that ended, naming its run and steps.
+    ended = [line for line in launched.stdout.splitlines() if line.startswith("trial ")]
+    assert len(ended) == 4, launched.stdout
+    for _, run in runs.iterrows():
+        (line,) = [x for x in ended if f" {run['run_id']} " in x]
+        assert f"{run['run_id']} {run['status']} " in line and f"steps={run['steps_run']}" in line
+
+    shown = subprocess.run([SWEEPGROK, "status", str(sweep), "--format", "json"], env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    doc = json.loads(shown.stdout)
+    assert doc["trials"] == {"total": 4, "done": 4, "running": 0, "pending": 0, "failed": 0}
+    assert doc["time_left_s"] == 0.0 and doc["mean_trial_s"] > 0
+    column = f"grok_step_{round(doc['runs']['threshold'] * 100)}"
+    assert doc["runs"]["recorded"] == 4
+    assert doc["runs"]["grokked"] == int(runs[column].notna().sum())
+    groups = {g["group"]["model.norm"]: g for g in doc["groups"]}
+    for norm, rows in runs.groupby("model.norm"):
+        grok = rows[column].dropna()
+        group = groups[norm]
+        assert (group["runs"], group["grokked"]) == (len(rows), len(grok))
+        assert group["grok_median"] == (float(grok.median()) if len(grok) else None)
+        if 2 * len(grok) < len(rows):  # under half grokked: no Kaplan-Meier median
+            assert group["km_median"] is None

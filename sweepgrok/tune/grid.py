@@ -91,6 +91,7 @@ def start_ray(address: str | None, num_cpus: int | None = None, verbose: bool = 
 
     Quiet unless `verbose`: then the trial workers' output reaches the terminal and Ray / Tune
     log at INFO (the environment defaults of QUIET_ENV stay: they only drop files we never read).
+    An embedded Ray starts without its token-authentication greeting (TOKEN_GREETING).
     """
     for key, value in QUIET_ENV.items():
         os.environ.setdefault(key, value)
