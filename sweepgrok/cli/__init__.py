@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from sweepgrok.cli import analyze, common, launch, report, search, train, validate
+from sweepgrok.cli import analyze, common, launch, report, search, status, train, validate
 
 app = typer.Typer(
     cls=common.PlainErrorGroup,
@@ -33,3 +33,4 @@ app.command()(validate.validate)
 app.command()(analyze.analyze)
 app.command()(report.report)
 app.command()(search.search)
+app.command()(status.status)

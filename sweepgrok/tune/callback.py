@@ -53,6 +53,7 @@ class ParquetCallback(tune.Callback):
         self._view: LiveView | None = None
         self._finished: dict[str, set[str]] = {}  # trial_id -> run ids with a run row
         self._trial_dirs: dict[str, Path] = {}  # trial_id -> its folder in storage
+        self._ended_runs: dict[str, list[dict[str, Any]]] = {}  # trial_id -> its ended runs
         self.pruner = CheckpointPruner(Path(self.sweep_dir) / TUNE_DIR)
         self.grokked = 0
         self.ended: dict[str, int] | None = None
@@ -85,6 +86,8 @@ class ParquetCallback(tune.Callback):
             self.write_rows(trial.trial_id, json.loads(raw))
         if result.get(CKPT_FLAG):
             self.sink.flush()
+        if self._view is not None:
+            self._view.trial_result(trial.trial_id, result.get("step"), result.get("test_acc"))
         self._refresh(trials)
 
     def on_checkpoint(
@@ -101,18 +104,28 @@ class ParquetCallback(tune.Callback):
         self.sink.flush()
         if trial.trial_id in self._trial_dirs:
             self.pruner.on_complete(self._trial_dirs[trial.trial_id])
+        if self._view is not None:
+            key = self.row_key(trial)
+            self._view.trial_ended(key, self._ended_runs.pop(key, []))
         self._refresh(trials)
 
     def on_trial_recover(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         self.sink.flush()
 
     def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        self.write_failed(trial.trial_id, trial.config, error_text(trial))
+        failed = self.write_failed(trial.trial_id, trial.config, error_text(trial))
+        if self._view is not None:
+            ended = self._ended_runs.pop(trial.trial_id, [])
+            self._view.trial_ended(trial.trial_id, ended + failed, failed=True)
         self._refresh(trials)
 
     def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
         self.ended = dict(Counter(str(t.status) for t in trials))
         self.close(trials)
+
+    def row_key(self, trial: Any) -> str:
+        """The id the trial's rows are written under (its Tune trial id here)."""
+        return str(trial.trial_id)
 
     def all_ended(self, total: int) -> bool:
         """True once the experiment ended with each of `total` trials finished or failed."""
@@ -128,16 +141,23 @@ class ParquetCallback(tune.Callback):
         for run in rows.get("finished", []):
             self.sink.write_run(run)  # flushes the metrics first
             self._finished.setdefault(trial_id, set()).add(str(run["run_id"]))
+            self._ended_runs.setdefault(trial_id, []).append(_ended(run))
             if run.get("status") in ("grokked", "completed"):
                 self.grokked += 1
 
-    def write_failed(self, trial_id: str, config: Mapping[str, Any], error: str) -> None:
-        """A `failed` run row for each run of the trial that has not ended well already."""
+    def write_failed(
+        self, trial_id: str, config: Mapping[str, Any], error: str
+    ) -> list[dict[str, Any]]:
+        """A `failed` run row for each run of the trial that has not ended well already
+        (returned, shortened to what the live view shows)."""
         self.sink.flush()
+        written = []
         for row in failed_rows(self.sweep, trial_id, config, error):
             if row["run_id"] in self._finished.get(trial_id, set()) or self._ended_ok(row):
                 continue
             self.sink.write_run(row)
+            written.append(_ended(row))
+        return written
 
     def _ended_ok(self, row: Mapping[str, Any]) -> bool:
         # A run that ended in an earlier driver session (before a --resume) keeps its row.
@@ -161,7 +181,13 @@ class ParquetCallback(tune.Callback):
             return
         done = sum(t.status in ("TERMINATED", "ERROR") for t in trials)
         running = sum(t.status == "RUNNING" for t in trials)
-        self._view.update(done=done, running=running, grokked=self.grokked)
+        failed = sum(t.status == "ERROR" for t in trials)
+        self._view.update(done=done, running=running, grokked=self.grokked, failed=failed)
+
+
+def _ended(run: Mapping[str, Any]) -> dict[str, Any]:
+    """What the live view's log line shows of a run row."""
+    return {k: run.get(k) for k in ("run_id", "status", "grok_step", "steps_run")}
 
 
 def raise_write_error(err: BaseException) -> None:

@@ -35,6 +35,33 @@ QUIET_ENV = {
 }
 # Loggers that warn about things we chose (no result.json: rows go to Parquet instead).
 QUIET_LOGGERS = ("ray.tune.analysis.experiment_analysis", "ray.tune.tune", "ray.tune")
+TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
+TOKEN_GREETING = "Token authentication is enabled for this Ray cluster."
+"""Ray's warning at every local start that it turned token authentication on: about Ray's own
+default, not about the sweep; an embedded Ray drops it (that message only, see start_ray)."""
+
+
+class _DropMessage(logging.Filter):
+    """Drops records whose message starts with `prefix`; lets every other record through."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(self.prefix)
+
+
+@contextlib.contextmanager
+def without_token_greeting() -> Iterator[None]:
+    """Drop Ray's token-authentication greeting (TOKEN_GREETING) while the block runs."""
+    logger = logging.getLogger(TOKEN_LOGGER)
+    drop = _DropMessage(TOKEN_GREETING)
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
 
 
 @dataclass
@@ -64,6 +91,7 @@ def start_ray(address: str | None, num_cpus: int | None = None, verbose: bool = 
 
     Quiet unless `verbose`: then the trial workers' output reaches the terminal and Ray / Tune
     log at INFO (the environment defaults of QUIET_ENV stay: they only drop files we never read).
+    An embedded Ray starts without its token-authentication greeting (TOKEN_GREETING).
     """
     for key, value in QUIET_ENV.items():
         os.environ.setdefault(key, value)
@@ -79,12 +107,13 @@ def start_ray(address: str | None, num_cpus: int | None = None, verbose: bool = 
         ray.init(address=address, **common)
         return
     # "local" forces a fresh embedded Ray even if another cluster runs on this machine.
-    ray.init(
-        address="local",
-        num_cpus=num_cpus,
-        include_dashboard=False,
-        **common,
-    )
+    with without_token_greeting():
+        ray.init(
+            address="local",
+            num_cpus=num_cpus,
+            include_dashboard=False,
+            **common,
+        )
 
 
 def trial_dirname(trial: Any) -> str:

@@ -244,6 +244,9 @@ class SearchCallback(ParquetCallback):
     def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         super().on_trial_error(iteration, trials, _Keyed(trial), **info)
 
+    def row_key(self, trial: Any) -> str:
+        return _Keyed(trial).trial_id
+
 
 # ---- the run ---------------------------------------------------------------------------------
 
