@@ -199,7 +199,7 @@ def _grok_comparison(
     both = summary.loc[group.index.union(base.index)]
     table = analysis_table(both, keys, claim.baseline, threshold=claim.threshold)
     g, b = table[~table["is_baseline"]].iloc[0], table[table["is_baseline"]].iloc[0]
-    row = verdicts.from_table(g, b, claim.kind)
+    row = verdicts.from_table(g.to_dict(), b.to_dict(), claim.kind)
     g_label, b_label = _short_labels(claim)
     arms = (
         f"{b_label} {_median(b)} (n = {row.n_baseline}) vs {g_label} {_median(g)} "

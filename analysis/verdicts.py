@@ -63,8 +63,6 @@ VERDICTS = (REPRODUCED, CONTRADICTED, DIRECTION_ONLY, NOT_IN_DIRECTION, NOT_TEST
 
 Values = Sequence[float] | np.ndarray
 """Per-run values (NaN: the value does not exist in that run)."""
-Line = Mapping[str, Any] | Any
-"""A line of a table: a mapping or a pandas Series."""
 
 KINDS = ("faster", "slower", "equal", "success", "measure", "precedes", "fourier")
 """The kinds of claim (module docstring)."""
@@ -156,8 +154,8 @@ def sign_test_p(k_positive: int, n: int) -> float:
 def mann_whitney_p(x: Values, y: Values) -> float:
     """Exact two-sided Mann-Whitney p, ties included: the permutation distribution of the
     rank sum of `x` (midranks) counted over every split of the pooled runs, then twice the
-    smaller tail (scipy's convention). Exact at any size where scipy's 'exact' ignores ties and
-    its permutation method enumerates 184,756 splits for 10 vs 10."""
+    smaller tail (scipy's convention). Written here because scipy's 'exact' method ignores
+    ties (grok-grid measures tie) and its permutation method takes seconds for 10 vs 10."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     if x.size == 0 or y.size == 0:
         return math.nan
@@ -184,7 +182,7 @@ def _subset_sum_counts(scores: np.ndarray, size: int) -> dict[int, int]:
 # ---------------------------------------------------------------- rows
 
 
-def from_table(group: Line, baseline: Line, kind: str) -> Row:
+def from_table(group: Mapping[Any, Any], baseline: Mapping[Any, Any], kind: str) -> Row:
     """The Row of a group's line of sweepgrok's comparison table (`comparisons.analysis_table`:
     n, n_grokked, km_median, speedup, speedup_lo/_hi, speedup_bound, p, p_holm) and its
     baseline's line. For ``success`` the p is the Fisher p of the two success counts; the

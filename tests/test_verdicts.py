@@ -319,7 +319,8 @@ def lines(runs: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
 
 
 def table_rows(runs: pd.DataFrame, kind: str) -> Row:
-    return verdicts.from_table(*lines(runs), kind)
+    group, base = lines(runs)
+    return verdicts.from_table(group.to_dict(), base.to_dict(), kind)
 
 
 def test_from_table_maps_a_comparison_row() -> None:
