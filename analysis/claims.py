@@ -1,0 +1,380 @@
+"""The claims of the reproduction report as data, their comparisons, verdicts and one table.
+
+    python -m analysis.claims [--summaries DIR] [--report FILE]
+
+Each `Claim` names a committed run summary (``analysis/reproduction/<sweep>/runs.csv``, one row
+per run), its group and its baseline as key=value pairs (what ``--baseline`` takes; both name
+the same keys), the grok threshold and the kind of claim (`analysis.verdicts.KINDS`). The
+comparison is sweepgrok's own (``comparisons.analysis_table`` on the runs of the two groups;
+a per-run measure through ``verdicts.measure_row``), Holm's adjustment runs over every tested
+row of the table at once (one family), and `analysis.verdicts` gives each verdict. The table
+is written into analysis/REPRODUCTION.md between `BEGIN` and `END` (added after the verdict
+rules when absent); running it again rewrites the same text.
+
+Adding or repointing a claim is one entry of `CLAIMS`: a new sweep summary is its ``sweep``.
+
+Cells: a speed-up whose baseline median lies beyond its runs (censored) is the bound "> x"
+(longest baseline run, i.e. the budget, / group median), never a point estimate; a group median
+beyond its runs gives "< x"; a median beyond the runs is "> longest run". A paper's factor is
+compared with the CI or the bound (contains, below, above), never judged. A ``fourier`` claim
+reads a runs.csv column holding each run's concentration above chance at its last evaluation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis import restat, verdicts
+from analysis.verdicts import Row
+from sweepgrok.comparisons import analysis_table, baseline_mask, parse_baseline
+from sweepgrok.errors import USER_ERROR, error_line
+from sweepgrok.events import tag
+from sweepgrok.stats import AnalysisError, group_label, times_and_censoring, varying_keys
+
+HERE = Path(__file__).resolve().parent
+BEGIN = "<!-- claims:begin -->"
+END = "<!-- claims:end -->"
+RULES_HEADING = "## Verdict rules"
+GROK_KINDS = ("faster", "slower", "equal", "success")
+"""Kinds compared on the grok step (the others on a runs.csv column, `Claim.measure`)."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One line of the claims table."""
+
+    text: str
+    """The claim, as the report states it."""
+    paper: str
+    """The paper's number(s), as text (published mean ± std where the paper gives them)."""
+    sweep: str
+    """The summary folder under analysis/reproduction/ whose runs.csv holds the runs."""
+    group: str
+    """The group's runs: key=value pairs (the keys of `baseline`)."""
+    baseline: str = ""
+    """The baseline's runs: key=value pairs (unused by ``precedes``)."""
+    kind: str = "faster"
+    """One of analysis.verdicts.KINDS."""
+    threshold: float = 0.95
+    """The grok threshold (the rules: 0.95 unless the claim says 0.99)."""
+    measure: str = ""
+    """``measure``/``fourier``: the runs.csv column; ``precedes``: the gap column (default
+    collapse_to_grok_<threshold>: grok step - collapse onset)."""
+    expect: str = "smaller"
+    """``measure``: the group's measure against the baseline's (verdicts.EXPECTS)."""
+    factor: float | None = None
+    """The paper's factor, compared with our CI or bound (never judged)."""
+    distribution: bool = False
+    """Print each group's mean ± std of the grok step (set against a published mean ± std)."""
+
+
+P1 = "repro_paper1_cpu"
+P2 = "repro_paper2_cpu"
+LN = "model.norm=layernorm,model.attention=softmax,optim.weight_decay=1"
+ADD, DIV = "task.name=add,geomdr.enabled=", "task.name=div,geomdr.enabled="
+CLAIMS: tuple[Claim, ...] = (
+    Claim("Sphere (wd 1) groks faster than LayerNorm", "LN 54,160 ± 13,490 vs sphere ~2,400",
+          P1, "model.norm=sphere,model.attention=softmax,optim.weight_decay=1", LN, factor=22),
+    Claim("Sphere without weight decay groks faster than LayerNorm",
+          "LN 54,160 ± 13,490 vs sphere (wd 0) 2,480 ± 464", P1,
+          "model.norm=sphere,model.attention=softmax,optim.weight_decay=0", LN, factor=22),
+    Claim("Sphere: wd 0 = wd 1", "2,400 ± 353 (wd 1), 2,480 ± 464 (wd 0); 10 seeds each", P1,
+          "model.norm=sphere,optim.weight_decay=0", "model.norm=sphere,optim.weight_decay=1",
+          "equal", distribution=True),
+    Claim("RMSNorm = LayerNorm", "51,240 ± 11,200 vs 54,160 ± 13,490 (10 each)", P1,
+          "model.norm=rmsnorm,model.attention=softmax,optim.weight_decay=1", LN, "equal"),
+    Claim("Uniform attention removes the delay (LayerNorm)", "no delay", P1,
+          "model.norm=layernorm,model.attention=uniform,optim.weight_decay=1", LN),
+    Claim("Uniform attention groks on every seed (no norm)", "every seed", P1,
+          "model.norm=none,model.attention=uniform", "model.norm=none,model.attention=softmax",
+          "success"),
+    Claim("Accelerated models use the same Fourier features", "FFT over the vocabulary", P1,
+          "model.norm=sphere,model.attention=softmax,optim.weight_decay=1", LN, "fourier",
+          measure="fourier_unembed_above_chance"),
+    Claim("S5 negative control: the sphere groks slower than LayerNorm", "sphere fails",
+          "repro_s5_cpu", "model.norm=sphere,optim.weight_decay=1",
+          "model.norm=layernorm,optim.weight_decay=1", "slower"),
+    Claim("GeomDR accelerates the MLP on addition", "362K -> ~7K steps", P2, ADD + "true",
+          ADD + "false", factor=52),
+    Claim("GeomDR accelerates the MLP on division", "39x", P2, DIV + "true", DIV + "false",
+          factor=39),
+    Claim("100% success with GeomDR (addition)", "100% where the baseline failed", P2,
+          ADD + "true", ADD + "false", "success"),
+    Claim("GeomDR collapses earlier (addition)", "earlier collapse onset", P2, ADD + "true",
+          ADD + "false", "measure", measure="collapse_step"),
+    Claim("Collapse precedes grokking (addition, GeomDR)", "yes", P2, ADD + "true",
+          kind="precedes"),
+    Claim("GeomDR accelerates the Transformer", "~2x", "repro_transformer_geomdr_cpu",
+          "geomdr.enabled=true", "geomdr.enabled=false", factor=2),
+)  # fmt: skip
+"""The claims of analysis/REPRODUCTION.md, in the table's order."""
+
+
+class ClaimError(ValueError):
+    """A claim its runs.csv cannot answer (a spec matching no run, two specs that overlap)."""
+
+
+# ---------------------------------------------------------------- reading the runs
+
+
+def load_summary(sweep: str, summaries: Path) -> pd.DataFrame:
+    """A committed runs.csv as a run summary; the version-1 summaries (restat.ARGS) with their
+    collapse columns blanked (their onset predates today's definition, see analysis.restat)."""
+    path = summaries / sweep / "runs.csv"
+    if sweep in restat.ARGS:
+        return restat.read_summary(path)
+    return pd.read_csv(path)
+
+
+def _specs(claim: Claim) -> tuple[dict[str, str], dict[str, str]]:
+    group = parse_baseline(claim.group)
+    base = parse_baseline(claim.baseline) if claim.baseline else {}
+    if base and list(group) != list(base):
+        raise ClaimError(f"the group ({claim.group}) and baseline ({claim.baseline}) must name "
+                         "the same keys in the same order")  # fmt: skip
+    return group, base
+
+
+def _runs(summary: pd.DataFrame, claim: Claim) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(group runs, baseline runs); ClaimError when they overlap or differ in other keys."""
+    group_spec, base_spec = _specs(claim)
+    in_group = baseline_mask(summary, group_spec)
+    in_base = baseline_mask(summary, base_spec) if base_spec else in_group & False
+    if (in_group & in_base).any():
+        raise ClaimError(f"{claim.group} and {claim.baseline} select the same runs")
+    for rows in (summary[in_group], summary[in_base]):
+        extra = [k for k in varying_keys(rows) if k not in group_spec]
+        if extra:
+            raise ClaimError(f"the runs of {claim.group} or {claim.baseline} also differ in "
+                             f"{', '.join(extra)}: name it in both")  # fmt: skip
+    return summary[in_group], summary[in_base]
+
+
+# ---------------------------------------------------------------- one comparison
+
+
+@dataclass(frozen=True)
+class Compared:
+    """A claim, its Row, and the text of the table's 'ours' cell (without p Holm)."""
+
+    claim: Claim
+    row: Row
+    ours: str
+
+
+def compare_claim(claim: Claim, summary: pd.DataFrame) -> Compared:
+    """The claim's Row and 'ours' cell from its run summary."""
+    if claim.kind not in verdicts.KINDS:
+        raise ClaimError(f"kind {claim.kind!r}; allowed: {', '.join(verdicts.KINDS)}")
+    if not claim.baseline and claim.kind != "precedes":
+        raise ClaimError(f"a {claim.kind} claim needs a baseline")
+    group, base = _runs(summary, claim)
+    if claim.kind in GROK_KINDS:
+        return _grok_comparison(claim, summary, group, base)
+    if claim.kind == "precedes":
+        return _precedes(claim, group)
+    return _measure(claim, group, base)
+
+
+def _short_labels(claim: Claim) -> tuple[str, str]:
+    """The group's and the baseline's labels over the keys where they differ."""
+    group, base = _specs(claim)
+    keys = [k for k in group if group[k] != base.get(k)]
+    return group_label(keys, [group[k] for k in keys]), group_label(keys, [base[k] for k in keys])
+
+
+def _grok_comparison(
+    claim: Claim, summary: pd.DataFrame, group: pd.DataFrame, base: pd.DataFrame
+) -> Compared:
+    keys = list(parse_baseline(claim.group))
+    both = summary.loc[group.index.union(base.index)]
+    table = analysis_table(both, keys, claim.baseline, threshold=claim.threshold)
+    g, b = table[~table["is_baseline"]].iloc[0], table[table["is_baseline"]].iloc[0]
+    row = verdicts.from_table(g.to_dict(), b.to_dict(), claim.kind)
+    g_label, b_label = _short_labels(claim)
+    arms = (
+        f"{b_label} {_median(b)} (n = {row.n_baseline}) vs {g_label} {_median(g)} "
+        f"(n = {row.n_group})"
+    )
+    if claim.kind == "success":
+        ours = (f"grokked at {claim.threshold:g}: {row.k_baseline}/{row.n_baseline} ({b_label}) "
+                f"vs {row.k_group}/{row.n_group} ({g_label}); Fisher p = {_p(row.p)}")  # fmt: skip
+        return Compared(claim, row, ours)
+    ours = (f"grok at {claim.threshold:g}: {_ratio(row, claim.factor)}; KM medians {arms}; "
+            f"log-rank p = {_p(row.p)}")  # fmt: skip
+    if claim.distribution:
+        ours += f"; mean ± std {b_label} {_spread(base, claim)}, {g_label} {_spread(group, claim)}"
+    return Compared(claim, row, ours)
+
+
+def _measure(claim: Claim, group: pd.DataFrame, base: pd.DataFrame) -> Compared:
+    column = claim.measure
+    missing = _missing(column, group, base)
+    if missing:
+        return Compared(claim, Row(claim.kind, len(group), len(base), untestable=missing), "-")
+    both = pd.concat([group[column], base[column]]).to_numpy(float)
+    lowest = float(np.nanmin(both)) if np.isfinite(both).any() else math.nan
+    row = verdicts.measure_row(base[column].to_numpy(float), group[column].to_numpy(float),
+                               claim.kind, expect=claim.expect, lowest=lowest)  # fmt: skip
+    g_label, b_label = _short_labels(claim)
+    ours = (
+        f"{column}: ratio of medians {_ratio(row, claim.factor)}; medians {b_label} "
+        f"{_num(base[column].median())} (n = {row.n_baseline}) vs {g_label} "
+        f"{_num(group[column].median())} (n = {row.n_group}); Mann-Whitney p = {_p(row.p)}"
+    )
+    if claim.kind == "fourier":
+        ours += f"; lowest run {lowest:.2f}"
+    return Compared(claim, row, ours)
+
+
+def _missing(column: str, *groups: pd.DataFrame) -> str:
+    """Why `column` cannot be compared ('' when it can): absent, or empty in a group."""
+    if not column or column not in groups[0]:
+        return f"no {column or 'measure'} column in runs.csv"
+    if any(rows[column].isna().all() for rows in groups):
+        return f"{column} not recorded in one of the groups"
+    return ""
+
+
+def _precedes(claim: Claim, group: pd.DataFrame) -> Compared:
+    column = claim.measure or f"collapse_to_grok_{tag(claim.threshold)}"
+    missing = _missing(column, group)
+    if missing:
+        return Compared(claim, Row("precedes", len(group), untestable=missing), "-")
+    row = verdicts.precedes_row(group[column].to_numpy(float))
+    ours = (f"{row.k_group} of {row.n_group} runs with {column} > 0 (median "
+            f"{_num(row.estimate)}); sign test p = {_p(row.p)}")  # fmt: skip
+    return Compared(claim, row, ours)
+
+
+# ---------------------------------------------------------------- cells
+
+
+def _num(x: float) -> str:
+    return "-" if pd.isna(x) else f"{x:,.0f}"
+
+
+def _p(p: float) -> str:
+    return "-" if math.isnan(p) else f"{p:.2g}"
+
+
+def _median(line: pd.Series) -> str:
+    """A group's KM median, or '> longest run' when it lies beyond the runs (censored)."""
+    if pd.isna(line["km_median"]):
+        return f"> {_num(line['steps_run_max'])}"
+    return _num(line["km_median"])
+
+
+def _spread(rows: pd.DataFrame, claim: Claim) -> str:
+    times, censored = times_and_censoring(rows, claim.threshold)
+    grokked = times[~censored]
+    if grokked.size < 2:
+        return f"- ({grokked.size}/{len(rows)} grokked)"
+    mean, std = grokked.mean(), grokked.std(ddof=1)
+    return f"{_num(mean)} ± {_num(std)} ({grokked.size}/{len(rows)} grokked)"
+
+
+def _ratio(row: Row, factor: float | None) -> str:
+    """The estimate with its CI; a bound ('> x', '< x') where a median is censored."""
+    if row.baseline_censored != row.group_censored:
+        sign = ">" if row.baseline_censored else "<"
+        text = f"{sign} {row.bound:.2f}x (a bound)"
+        if factor is not None:
+            side = "below" if row.bound < factor else "above"
+            text += f", the bound is {side} the paper's {factor:g}x"
+        return text
+    if math.isnan(row.estimate):
+        return "none (both medians beyond the runs)"
+    text = f"{row.estimate:.2f}x [{row.lo:.2f}, {row.hi:.2f}]"
+    if factor is not None:
+        where = ("contains" if row.lo <= factor <= row.hi
+                 else "is below" if row.hi < factor else "is above")  # fmt: skip
+        text += f", the CI {where} the paper's {factor:g}x"
+    return text
+
+
+# ---------------------------------------------------------------- the table
+
+
+def claims_table(claims: Sequence[Claim], summaries: Path) -> str:
+    """The claims table (Markdown) of `claims`, computed from the runs.csv under `summaries`."""
+    cache: dict[str, pd.DataFrame] = {}
+    compared = []
+    for claim in claims:
+        if claim.sweep not in cache:
+            cache[claim.sweep] = load_summary(claim.sweep, summaries)
+        try:
+            compared.append(compare_claim(claim, cache[claim.sweep]))
+        except (AnalysisError, ClaimError) as err:
+            raise ClaimError(f"{claim.sweep}/runs.csv: claim {claim.text!r}: {err}") from err
+    rows = verdicts.adjust([c.row for c in compared])
+    lines = [
+        "| claim | paper | ours (95% CI; n per group) | verdict |",
+        "|---|---|---|---|",
+    ]
+    for c, row in zip(compared, rows, strict=True):
+        v = verdicts.verdict(row)
+        ours = c.ours + (f"; p Holm = {_p(row.p_holm)}" if verdicts.is_tested(row) else "")
+        cells = (c.claim.text, c.claim.paper, ours, f"**{v.verdict}** ({v.reason})")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def with_table(text: str, table: str) -> str:
+    """`text` with the table between BEGIN and END; the markers go right after the verdict
+    rules section when absent."""
+    note = (
+        "Generated by `python -m analysis.claims` from the runs.csv each claim names;\n"
+        "p Holm is adjusted over every tested row of this table at once.\n\n"
+    )
+    block = f"{BEGIN}\n{note}{table}{END}"
+    if BEGIN in text and END in text:
+        pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
+        return pattern.sub(lambda _m: block, text, count=1)
+    start = text.find(RULES_HEADING)
+    if start < 0:
+        raise ClaimError(f"no {RULES_HEADING!r} section to put the claims table after")
+    end = text.find("\n## ", start + len(RULES_HEADING))
+    end = len(text) if end < 0 else end + 1
+    return text[:end] + block + "\n\n" + text[end:]
+
+
+def write_claims(claims: Sequence[Claim], summaries: Path, report: Path) -> bool:
+    """Write the table into `report`; True when its text changed."""
+    old = report.read_text()
+    new = with_table(old, claims_table(claims, summaries))
+    if new != old:
+        report.write_text(new)
+    return new != old
+
+
+def main(argv: Sequence[str] | None = None, claims: Sequence[Claim] = CLAIMS) -> int:
+    """`python -m analysis.claims`: rewrite the claims table of REPRODUCTION.md (exit 2 with
+    one error line when a runs.csv is missing or cannot answer a claim)."""
+    ap = argparse.ArgumentParser(prog="python -m analysis.claims", description=__doc__)
+    ap.add_argument("--summaries", type=Path, default=HERE / "reproduction")
+    ap.add_argument("--report", type=Path, default=HERE / "REPRODUCTION.md")
+    args = ap.parse_args(argv)
+    try:
+        changed = write_claims(claims, args.summaries, args.report)
+    except ClaimError as err:
+        print(error_line(str(err)), file=sys.stderr)
+        return USER_ERROR
+    except FileNotFoundError as err:
+        print(error_line(f"{err.filename}: no such file"), file=sys.stderr)
+        return USER_ERROR
+    print(f"{'wrote' if changed else 'unchanged'}: {args.report}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

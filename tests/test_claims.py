@@ -1,0 +1,194 @@
+"""analysis.claims: the claims table from a runs.csv with known grok steps, end to end (the
+comparisons, one Holm family, the verdicts, the cells), written between its markers."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis import claims, verdicts
+from analysis.claims import BEGIN, END, Claim
+
+REPORT = """# Report
+
+## Verdict rules (fixed)
+
+The rules.
+
+## Version 1
+
+Old text.
+"""
+
+NORMS = ("layernorm", "rmsnorm", "sphere", "none", "tiny")
+
+
+def run(norm: str, i: int, grok: float, collapse: float, fourier: float) -> dict:
+    censored = math.isnan(grok)
+    return {
+        "run_id": f"{norm}-{i}",
+        "status": "completed" if censored else "grokked",
+        "steps_run": 5000 if censored else int(grok),
+        "grok_step_95": grok,
+        "delay_95": grok,
+        "collapse_step": collapse,
+        "collapse_to_grok_95": grok - collapse,
+        "fourier_unembed_above_chance": fourier,
+        "model.norm": norm,
+        "train.seed": i,
+        "train.max_steps": 5000,
+    }
+
+
+def write_runs(folder: Path) -> None:
+    """LayerNorm and RMSNorm alike (1,000-1,050), the sphere 5x faster, no norm never grokking
+    in 5,000 steps, 3 'tiny' runs."""
+    rows = []
+    for i in range(8):
+        slow, fast = (1000.0, 200.0) if i < 4 else (1050.0, 250.0)
+        rows.append(run("layernorm", i, slow, 800.0, 0.70))
+        rows.append(run("rmsnorm", i, slow, 800.0, 0.70))
+        rows.append(run("sphere", i, fast, 100.0, 0.72))
+        rows.append(run("none", i, math.nan, math.nan, math.nan))
+    rows += [run("tiny", i, 300.0, 100.0, 0.6) for i in range(3)]
+    (folder / "mysweep").mkdir(parents=True)
+    pd.DataFrame(rows).to_csv(folder / "mysweep" / "runs.csv", index=False)
+
+
+def norm(name: str) -> str:
+    return f"model.norm={name}"
+
+
+CLAIMS = (
+    Claim("Sphere faster", "22x", "mysweep", norm("sphere"), norm("layernorm"), factor=22),
+    Claim("RMS = LN", "51,240 vs 54,160", "mysweep", norm("rmsnorm"), norm("layernorm"), "equal"),
+    Claim("Sphere vs none", "22x", "mysweep", norm("sphere"), norm("none"), factor=22),
+    Claim("Sphere succeeds", "100%", "mysweep", norm("sphere"), norm("none"), "success"),
+    Claim("Control", "fails", "mysweep", norm("sphere"), norm("none"), "slower"),
+    Claim("Tiny faster", "yes", "mysweep", norm("tiny"), norm("layernorm")),
+    Claim("Collapse first", "yes", "mysweep", norm("sphere"), kind="precedes"),
+    Claim("Collapses earlier", "yes", "mysweep", norm("sphere"), norm("layernorm"), "measure",
+          measure="collapse_step"),
+    Claim("Same features", "FFT", "mysweep", norm("sphere"), norm("layernorm"), "fourier",
+          measure="fourier_unembed_above_chance"),
+    Claim("Missing measure", "-", "mysweep", norm("sphere"), norm("layernorm"), "measure",
+          measure="deff_final"),
+)  # fmt: skip
+EXPECTED = (
+    verdicts.REPRODUCED,
+    verdicts.REPRODUCED,
+    verdicts.REPRODUCED,
+    verdicts.REPRODUCED,
+    verdicts.NOT_TESTED,
+    verdicts.DIRECTION_ONLY,
+    verdicts.REPRODUCED,
+    verdicts.REPRODUCED,
+    verdicts.REPRODUCED,
+    verdicts.NOT_TESTED,
+)
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory: pytest.TempPathFactory) -> list[list[str]]:
+    """The claims table of CLAIMS as cells, one list per claim."""
+    folder = tmp_path_factory.mktemp("summaries")
+    write_runs(folder)
+    text = claims.claims_table(CLAIMS, folder)
+    lines = text.strip().splitlines()[2:]
+    return [[c.strip() for c in line.strip("|").split(" | ")] for line in lines]
+
+
+def test_every_claim_gets_its_verdict(table: list[list[str]]) -> None:
+    assert len(table) == len(CLAIMS)
+    verdict_words = [cells[3].split("**")[1] for cells in table]
+    assert verdict_words == list(EXPECTED)
+
+
+def test_the_cells_carry_the_estimate_ci_n_and_the_papers_number(table) -> None:
+    claim, paper, ours, verdict = table[0]
+    assert (claim, paper) == ("Sphere faster", "22x")
+    # Medians 1,025 and 225 (R's midpoint convention at S = 0.5): 4.56x.
+    assert ours.startswith("grok at 0.95: 4.56x [")
+    assert "the CI is below the paper's 22x" in ours
+    assert "norm=layernorm 1,025 (n = 8) vs norm=sphere 225 (n = 8)" in ours
+    assert verdict.startswith("**reproduced** (p Holm = ")
+
+
+def test_a_censored_baseline_is_a_bound(table) -> None:
+    ours = table[2][2]
+    assert ours.startswith("grok at 0.95: > 22.22x (a bound), the bound is above the paper's 22x")
+    assert "norm=none > 5,000 (n = 8)" in ours
+    assert table[4][3] == "**not tested** (the baseline does not grok within the budget)"
+
+
+def test_the_other_kinds_cells(table) -> None:
+    assert table[3][2].startswith("grokked at 0.95: 0/8 (norm=none) vs 8/8 (norm=sphere); Fisher p")
+    assert table[5][3] == "**direction only** (n = 3 < 8)"
+    assert table[6][2].startswith("8 of 8 runs with collapse_to_grok_95 > 0")
+    assert "sign test p = 0.0039" in table[6][2]
+    assert table[7][2].startswith("collapse_step: ratio of medians 8.00x [8.00, 8.00]")
+    assert "lowest run 0.70" in table[8][2]
+    assert table[9][3] == "**not tested** (no deff_final column in runs.csv)"
+
+
+def test_holm_runs_over_the_tested_rows_of_the_whole_table(table) -> None:
+    tested = [cells for cells in table if "p Holm = " in cells[2]]
+    assert len(tested) == 8  # every row but the two not tested
+    # The sign test's 1/256 is the 6th smallest of the 8 p-values (five are below 1e-3, the
+    # 'tiny' log-rank's 0.0061 and the equivalence row's are above): Holm multiplies it by 3.
+    assert "sign test p = 0.0039; p Holm = 0.012" in table[6][2]
+    assert "log-rank p = 0.0061; p Holm = 0.012" in table[5][2]  # 7th: 2 x 0.0061
+
+
+def test_writing_twice_gives_the_same_report(tmp_path: Path) -> None:
+    write_runs(tmp_path)
+    report = tmp_path / "REPRODUCTION.md"
+    report.write_text(REPORT)
+    assert claims.write_claims(CLAIMS[:2], tmp_path, report)
+    first = report.read_text()
+    assert not claims.write_claims(CLAIMS[:2], tmp_path, report)
+    assert report.read_text() == first
+    assert first.count(BEGIN) == first.count(END) == 1
+    # Right after the rules section, before the next one; the rest of the report kept.
+    assert first.index("The rules.") < first.index(BEGIN) < first.index(END)
+    assert first.index(END) < first.index("## Version 1")
+    assert first.startswith(REPORT[: REPORT.index("## Version 1")])
+    assert first.endswith("## Version 1\n\nOld text.\n")
+
+
+def test_a_changed_claim_replaces_the_table_between_the_markers(tmp_path: Path) -> None:
+    write_runs(tmp_path)
+    report = tmp_path / "REPRODUCTION.md"
+    report.write_text(REPORT)
+    claims.write_claims(CLAIMS[:1], tmp_path, report)
+    claims.write_claims(CLAIMS[5:6], tmp_path, report)
+    text = report.read_text()
+    assert "Tiny faster" in text and "Sphere faster" not in text
+    assert text.count(BEGIN) == 1
+
+
+def test_the_cli_exits_2_naming_the_file_and_the_claim(tmp_path: Path, capsys) -> None:
+    write_runs(tmp_path)
+    report = tmp_path / "REPRODUCTION.md"
+    report.write_text(REPORT)
+    argv = ["--summaries", str(tmp_path), "--report", str(report)]
+    bad = Claim("Nothing", "-", "mysweep", norm("cube"), norm("layernorm"))
+    assert claims.main(argv, [bad]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: mysweep/runs.csv: claim 'Nothing': ") and "cube" in err
+    gone = Claim("Gone", "-", "nosweep", norm("sphere"), norm("layernorm"))
+    assert claims.main(argv, [gone]) == 2
+    assert "nosweep/runs.csv: no such file" in capsys.readouterr().err
+    assert report.read_text() == REPORT
+    assert claims.main(argv, CLAIMS[5:6]) == 0
+    assert BEGIN in report.read_text()
+
+
+def test_the_reports_claims_point_at_committed_summaries() -> None:
+    for claim in claims.CLAIMS:
+        assert (claims.HERE / "reproduction" / claim.sweep / "runs.csv").is_file(), claim.sweep
+        assert claim.kind in verdicts.KINDS
+        assert claim.baseline or claim.kind == "precedes"
