@@ -27,6 +27,8 @@ Attention = Literal["softmax", "uniform"]
 Unembed = Literal["auto", "linear", "cosine"]
 Device = Literal["auto", "cpu", "cuda"]
 GeomDRPenalty = Literal["tail", "tail_fraction", "trace"]
+LossName = Literal["cross_entropy", "stablemax"]
+GrokfastKind = Literal["none", "ema", "ma"]
 
 
 class ConfigError(ValueError):
@@ -186,6 +188,14 @@ class OptimConfig(_Section):
     decay_all: bool = True
     """Weight-decay every parameter (the papers' AdamW over model.parameters()); false exempts
     biases and norm gains."""
+    loss: LossName = "cross_entropy"
+    """Loss minimized and reported (metrics' train_loss, test_loss): cross_entropy (softmax), or
+    stablemax (Prieto et al. 2025: s(x) = x + 1 for x >= 0, 1 / (1 - x) below, in place of exp).
+    Accuracy is the argmax either way."""
+    perpendicular_grad: bool = False
+    """Perpendicular gradient (Prieto et al. 2025): before the AdamW step, remove from every
+    parameter tensor's gradient, per member, its component along that tensor's weights,
+    g - (g.w / ||w||^2) w (a tensor whose weights are all 0 keeps g); after the Grokfast filter."""
 
     @model_validator(mode="after")
     def _check(self) -> OptimConfig:
@@ -218,6 +228,26 @@ class GeomDRConfig(_Section):
     layers: list[int] | None = None
     """Indices of hidden representations to regularize; null = all (MLP hidden layers, or the
     Transformer residual stream at the readout position after each block)."""
+
+
+MAX_GROKFAST_LAM = 1_000.0
+"""Largest grokfast.lam: 200x the paper's largest (5); a larger amplification is surely a typo."""
+MAX_GROKFAST_WINDOW = 1_000
+"""Largest grokfast.window: 10x the paper's 100 (the filter keeps `window` gradients per member)."""
+
+
+class GrokfastConfig(_Section):
+    kind: GrokfastKind = "none"
+    """Grokfast gradient filter (Lee et al. 2024), applied before the AdamW step, per member:
+    none; ema (g + lam * h, h <- alpha h + (1 - alpha) g, h starting at the first gradient); ma
+    (g + lam * mean of the last `window` gradients, once `window` gradients were seen)."""
+    alpha: float = Field(0.98, ge=0.0, lt=1.0)
+    """EMA decay of the ema filter, in [0, 1) (paper: 0.98)."""
+    lam: float = Field(2.0, ge=0.0, le=MAX_GROKFAST_LAM)
+    """Amplification of the filtered gradient, in [0, 1000] (paper: 2 for ema, 5 for ma)."""
+    window: int = Field(100, ge=1, le=MAX_GROKFAST_WINDOW)
+    """Gradients averaged by the ma filter, in [1, 1000] (paper: 100); the filter stores this
+    many copies of the gradient."""
 
 
 class GeometryConfig(_Section):
@@ -289,9 +319,11 @@ class Config(_Section):
     model: ModelConfig = ModelConfig()
     """The network."""
     optim: OptimConfig = OptimConfig()
-    """The optimizer."""
+    """The optimizer and the loss it minimizes."""
     geomdr: GeomDRConfig = GeomDRConfig()
     """The GeomDR spectral regularizer (paper 2)."""
+    grokfast: GrokfastConfig = GrokfastConfig()
+    """The Grokfast gradient filter (Lee et al. 2024)."""
     geometry: GeometryConfig = GeometryConfig()
     """Representation-geometry measurements."""
     train: TrainConfig = TrainConfig()
@@ -331,6 +363,7 @@ SECTIONS: dict[str, type[_Section]] = {
     "model": ModelConfig,
     "optim": OptimConfig,
     "geomdr": GeomDRConfig,
+    "grokfast": GrokfastConfig,
     "geometry": GeometryConfig,
     "train": TrainConfig,
 }
@@ -578,7 +611,8 @@ def _kind(doc: Any) -> str:
 
 
 def load_config(path: str | Path, overrides: Iterable[str] = ()) -> Config:
-    """Load a trial YAML (sections task/model/optim/geomdr/geometry/train) plus --set overrides."""
+    """Load a trial YAML (sections task/model/optim/geomdr/grokfast/geometry/train) plus --set
+    overrides."""
     tree = read_mapping(path, "sections")
     return from_tree(merge(tree, parse_overrides(overrides)), str(path))
 

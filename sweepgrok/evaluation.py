@@ -24,7 +24,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from sweepgrok import geometry as geo
-from sweepgrok.config import Config, GeomDRConfig, GeometryConfig
+from sweepgrok.accelerators import per_example_loss
+from sweepgrok.config import Config, GeomDRConfig, GeometryConfig, LossName
 from sweepgrok.ensemble import finite, geomdr_loss, member_finite, take
 from sweepgrok.models import MLP, Transformer
 
@@ -58,8 +59,9 @@ def measure(
     the training set on which geometry is measured."""
     hidden: list[Tensor] = []
     member: dict[str, Tensor] = {}
-    member["train_loss"], member["train_acc"] = _split_stats(model, *train, hidden)
-    member["test_loss"], member["test_acc"] = _split_stats(model, *test, None)
+    loss = cfg.optim.loss
+    member["train_loss"], member["train_acc"] = _split_stats(model, *train, hidden, loss)
+    member["test_loss"], member["test_acc"] = _split_stats(model, *test, None, loss)
     member["weight_norm"] = _weight_norm(model.parameters())
     member["geomdr_loss"] = _geomdr_eval(hidden, cfg.geomdr)
     layer: dict[str, Tensor] = {"weight_norm": _layer_weight_norm(model)}
@@ -138,14 +140,12 @@ def rows(
 
 
 def _split_stats(
-    model: Transformer | MLP, x: Tensor, y: Tensor, hidden: list[Tensor] | None
+    model: Transformer | MLP, x: Tensor, y: Tensor, hidden: list[Tensor] | None, loss: LossName
 ) -> tuple[Tensor, Tensor]:
-    """Mean cross-entropy and accuracy of each member on (x, y): two (E,)."""
+    """Mean loss (optim.loss) and accuracy (argmax) of each member on (x, y): two (E,)."""
     logits = model(x, hidden=hidden)
-    e, n, c = logits.shape
-    loss = F.cross_entropy(logits.reshape(e * n, c), y.reshape(-1), reduction="none")
     acc = (logits.argmax(-1) == y).float().mean(1)
-    return loss.view(e, n).mean(1), acc
+    return per_example_loss(logits, y, loss).mean(1), acc
 
 
 def _weight_norm(params: Any) -> Tensor:

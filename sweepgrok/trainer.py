@@ -8,7 +8,9 @@ malloc) are the caller's, through ``sweepgrok.process.configure_process``.
 Loop habits: data resident on the device; no host sync inside a step (the only syncs are at
 evaluations, one per evaluation); evaluation under ``torch.no_grad``; the last block computes
 only the readout position. Members are independent: the loss is the sum of per-member mean
-losses, AdamW is elementwise, so each member follows exactly the trajectory it would alone.
+losses, the gradient shaping (``sweepgrok.accelerators``: Grokfast, perpendicular gradient) is
+per member and AdamW is elementwise, so each member follows exactly the trajectory it would
+alone.
 """
 
 from __future__ import annotations
@@ -23,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from sweepgrok import evaluation
 from sweepgrok import geometry as geo
+from sweepgrok.accelerators import GradFilter, per_example_loss, perpendicular_grad_
 from sweepgrok.config import Config, config_hash, update
 from sweepgrok.ensemble import geomdr_loss, take
 from sweepgrok.events import RunTracker, end_status, run_row
@@ -115,6 +117,7 @@ class Trainer:
         self._load_data()
         self.model = build_model(cfg, self.seeds).to(self.device)
         self.opt = self._optimizer()
+        self.grad_filter = GradFilter(cfg.grokfast)
         self.gens = [self._generator(s, _BATCH_STREAM) for s in self.seeds]
         self.geo_gens = [self._generator(s, _GEOMDR_STREAM) for s in self.seeds]
         t = cfg.train
@@ -177,14 +180,21 @@ class Trainer:
         x, y = self._batch()
         hidden: list[Tensor] | None = [] if lam > 0 else None
         logits = self.model(x, hidden=hidden)
-        e, b, c = logits.shape
-        per = F.cross_entropy(logits.reshape(e * b, c), y.reshape(-1), reduction="none")
-        loss = per.view(e, b).mean(1).sum()  # sum over members: independent gradients
+        per = per_example_loss(logits, y, self.cfg.optim.loss)
+        loss = per.mean(1).sum()  # sum over members: independent gradients
         if hidden:
             loss = loss + lam * geomdr_loss(hidden, self.cfg.geomdr, self.geo_gens).sum()
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
+        self._shape_gradients()
         self.opt.step()
+
+    def _shape_gradients(self) -> None:
+        """Grokfast, then the perpendicular gradient (the order is explained in accelerators)."""
+        params = list(self.model.parameters())
+        self.grad_filter.apply_(params)
+        if self.cfg.optim.perpendicular_grad:
+            perpendicular_grad_(params)
 
     def _set_lr(self, step: int) -> None:
         w = self.cfg.optim.warmup_steps
@@ -233,6 +243,7 @@ class Trainer:
                     self.opt.state[p][k] = v.index_select(0, idx)
         for name in ("train_x", "train_y", "test_x", "test_y", "geo_idx"):
             setattr(self, name, getattr(self, name).index_select(0, idx))
+        self.grad_filter.select(idx)
         self.gens = [self.gens[s] for s in keep_slots]
         self.geo_gens = [self.geo_gens[s] for s in keep_slots]
         self.active = [self.active[s] for s in keep_slots]
@@ -248,6 +259,7 @@ class Trainer:
             "gens": [g.get_state() for g in self.gens],
             "geo_gens": [g.get_state() for g in self.geo_gens],
             "trackers": [t.state() for t in self.trackers], "done": self.done,
+            "grokfast": self.grad_filter.state(),
             "elapsed": self.elapsed + time.perf_counter() - self._t0,
         }
         tmp = path / f".{CHECKPOINT_FILE}.tmp"
@@ -279,8 +291,18 @@ class Trainer:
             g.set_state(s)
         for g, s in zip(self.geo_gens, state["geo_gens"], strict=True):
             g.set_state(s)
+        self._load_filter(path, state.get("grokfast"))
         self.trackers = [RunTracker.from_state(t) for t in state["trackers"]]
         self.step, self.done, self.elapsed = state["step"], state["done"], state["elapsed"]
+
+    def _load_filter(self, path: Path, state: Any) -> None:
+        """The Grokfast state; a checkpoint without one predates the filter (kind none then)."""
+        if state is None and self.cfg.grokfast.kind == "none":
+            return
+        try:
+            self.grad_filter.load_state(state)
+        except ValueError as err:
+            raise CheckpointError(f"checkpoint {path}: {err}") from None
 
     # ---- the loop -----------------------------------------------------------------------
 
