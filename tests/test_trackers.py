@@ -307,6 +307,40 @@ def test_both_trackers_at_once(tmp_path: Path, mlflow_uri: str, wandb_offline: P
     assert [wandb_run(f)["project"] for f in files] == ["sweepgrok"]
 
 
+def test_the_tune_callback_mirrors_a_replayed_evaluation_once(
+    tmp_path: Path, mlflow_uri: str
+) -> None:
+    from types import SimpleNamespace
+
+    from mlflow.tracking import MlflowClient
+
+    from sweepgrok.tune.callback import ParquetCallback
+    from sweepgrok.tune.trainable import PAYLOAD
+
+    sweep_dir = tmp_path / "cb"
+    make_sweep_folder(sweep_dir)
+    callback = ParquetCallback(sweep_dir, "cb", total=1, live=False,
+                               trackers=[TrackerSpec("mlflow", mlflow_uri)])
+    trial = SimpleNamespace(trial_id="t0", config={}, status="RUNNING")
+
+    def report(*steps: int, finished: bool = False) -> None:
+        metrics = [{"run_id": "cb-t0", "step": s, "test_acc": s / 100} for s in steps]
+        ended = [{"run_id": "cb-t0", "status": "censored", "steps_run": steps[-1]}]
+        payload = {"metrics": metrics, "finished": ended if finished else []}
+        callback.on_trial_result(0, [trial], trial, {PAYLOAD: json.dumps(payload)})
+
+    report(0)
+    report(10)
+    report(10)  # the retry from the checkpoint at step 0 replays step 10
+    report(20, finished=True)
+    callback.on_experiment_end([trial])
+    found = mlflow_runs("cb")
+    assert list(found["tags.mlflow.runName"]) == ["cb-t0"]
+    history = MlflowClient().get_metric_history(found.loc[0, "run_id"], "test_acc")
+    assert sorted(m.step for m in history) == [0, 10, 20]
+    assert len(read_table(sweep_dir, "metrics")) == 3  # the Parquet, deduplicated, agrees
+
+
 # ---- through Ray: a retried trial replays steps, the tracker holds each once -------------
 
 
