@@ -1,6 +1,7 @@
 """Which module may import what, checked on the source (ast) of every module, imports inside
 functions included: Typer only in the CLI, the CLI from nowhere else, Ray only in
-sweepgrok/tune/, Optuna only in the study module and the Tune search module."""
+sweepgrok/tune/, Optuna only in the study module and the Tune search module, the tracker
+libraries (optional extras) only in sweepgrok/trackers/."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ MODULES = sorted(
     for p in (ROOT / folder).rglob("*.py")
 )
 OPTUNA_MODULES = {"sweepgrok/study.py", "sweepgrok/tune/search.py"}
+EXTRAS = ("mlflow", "wandb")
+"""Optional extras: a base install has neither, so nothing outside sweepgrok/trackers/ may
+import them."""
 ENTRY = "sweepgrok/__main__.py"
 """`python -m sweepgrok`: runs the CLI, so it imports it (and nothing else)."""
 
@@ -49,11 +53,13 @@ def imports(path: str, package: str) -> bool:
 def broken_rules(path: str) -> list[str]:
     """The import rules `path` (relative to the repository root) breaks."""
     in_cli = path.startswith("sweepgrok/cli/")
+    in_trackers = path.startswith("sweepgrok/trackers/")
     rules = [
         ("typer", not in_cli, "typer outside sweepgrok/cli/"),
         ("sweepgrok.cli", not in_cli and path != ENTRY, "the CLI from the library or analysis/"),
         ("ray", not path.startswith("sweepgrok/tune/"), "ray outside sweepgrok/tune/"),
         ("optuna", path not in OPTUNA_MODULES, "optuna outside study.py and tune/search.py"),
+        *((extra, not in_trackers, f"{extra} outside sweepgrok/trackers/") for extra in EXTRAS),
     ]
     return [why for package, banned, why in rules if banned and imports(path, package)]
 
@@ -64,6 +70,9 @@ def test_every_package_is_seen() -> None:
     )
     assert imports("sweepgrok/tune/search.py", "optuna")  # lazily, inside functions
     assert imports("sweepgrok/cli/search.py", "sweepgrok.tune")
+    assert imports("sweepgrok/trackers/mlflow.py", "mlflow")  # and not mistaken for its own name
+    assert imports("sweepgrok/trackers/wandb.py", "wandb")
+    assert not imports("sweepgrok/tune/callback.py", "mlflow")
 
 
 @pytest.mark.parametrize("path", MODULES)
@@ -86,7 +95,7 @@ def test_the_checker_sees_nested_and_dynamic_imports() -> None:
 def test_the_cli_loads_no_heavy_package_before_a_command_runs() -> None:
     code = (
         "import sys, sweepgrok.cli; "
-        "heavy = ('ray', 'torch', 'optuna', 'matplotlib', 'pandas'); "
+        "heavy = ('ray', 'torch', 'optuna', 'matplotlib', 'pandas', 'mlflow', 'wandb'); "
         "bad = [m for m in heavy if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)

@@ -199,6 +199,30 @@ Verbose = Annotated[
 ]
 
 
+def _check_trackers(values: list[str] | None) -> list[str] | None:
+    """--tracker: a known kind whose library is installed, checked before anything starts."""
+    from sweepgrok.trackers import TrackerSpecError, check_installed, parse_trackers
+
+    try:
+        check_installed(parse_trackers(values))
+    except TrackerSpecError as err:
+        raise typer.BadParameter(str(err)) from None
+    return values
+
+
+Trackers = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--tracker",
+        help="Mirror every run to an experiment tracker: mlflow or mlflow=URI, wandb or "
+        "wandb=PROJECT (repeatable). Config as parameters, metrics per step, status and "
+        "grok/fit steps as summary; a tracker that fails only warns (the Parquet is the record).",
+        callback=_check_trackers,
+        show_default=False,
+    ),
+]
+
+
 class Threshold(StrEnum):
     """Test accuracy that defines grokking."""
 

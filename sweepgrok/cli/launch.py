@@ -19,6 +19,7 @@ from sweepgrok.cli.common import (
     MaxConcurrent,
     Resume,
     Storage,
+    Trackers,
     Umask,
     Verbose,
     apply_umask,
@@ -98,6 +99,7 @@ def launch(
     fresh: Fresh = False,
     umask: Umask = None,
     verbose: Verbose = False,
+    tracker: Trackers = None,
 ) -> None:
     """Run every trial of a grid file on Ray Tune; rows land in <storage>/<name>/ Parquet."""
     check_resume_fresh(resume, fresh)
@@ -126,7 +128,7 @@ def launch(
     # Absolute before the fit: a Ray job's working directory may vanish while it runs.
     sweep_dir = sweep_dir.resolve()
     try:
-        outcome = run(spec, sweep_dir, address, max_concurrent, resume, verbose)
+        outcome = run(spec, sweep_dir, address, max_concurrent, resume, verbose, tracker)
     except PartWriteError as err:  # Tune's state is saved: the trials resume from checkpoints
         then = f"`sweepgrok launch {grid} --resume` continues"
         raise cannot_write_rows(err, then) from None
@@ -146,8 +148,10 @@ def run(
     max_concurrent: int | None,
     resume: bool,
     verbose: bool = False,
+    tracker: list[str] | None = None,
 ) -> Any:
     """Start Ray (embedded or cluster) and run the trials."""
+    from sweepgrok.trackers import parse_trackers
     from sweepgrok.tune.grid import launch_grid
 
     return launch_grid(
@@ -157,4 +161,5 @@ def run(
         max_concurrent=max_concurrent,
         resume=resume,
         verbose=verbose,
+        trackers=parse_trackers(tracker),
     )

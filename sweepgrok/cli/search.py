@@ -21,6 +21,7 @@ from sweepgrok.cli.common import (
     MaxConcurrent,
     Resume,
     Storage,
+    Trackers,
     Umask,
     Verbose,
     apply_umask,
@@ -123,6 +124,7 @@ def search(
     fresh: Fresh = False,
     umask: Umask = None,
     verbose: Verbose = False,
+    tracker: Trackers = None,
 ) -> None:
     """Search config keys (GeomDR schedule, ...) with Optuna for the fastest grokking.
 
@@ -146,7 +148,7 @@ def search(
 
     print_dashboard_command(record)
     try:
-        outcome = run(spec, sweep_dir, record, address, verbose)
+        outcome = run(spec, sweep_dir, record, address, verbose, tracker)
     except PartWriteError as err:  # the study and Tune's state are saved: --resume goes on
         then = f"`sweepgrok search {search_file} --resume` continues"
         raise cannot_write_rows(err, then) from None
@@ -170,10 +172,13 @@ def run(
     record: dict[str, Any],
     address: str | None,
     verbose: bool = False,
+    tracker: list[str] | None = None,
 ) -> Any:
     """Persist the study record, then run the trials."""
     from sweepgrok.study import write_study_record
+    from sweepgrok.trackers import parse_trackers
     from sweepgrok.tune.search import run_search
 
     write_study_record(sweep_dir, record)
-    return run_search(spec, sweep_dir, record, address=address, verbose=verbose)
+    trackers = parse_trackers(tracker)
+    return run_search(spec, sweep_dir, record, address=address, verbose=verbose, trackers=trackers)

@@ -9,6 +9,7 @@ import typer
 
 from sweepgrok.cli.common import (
     Fresh,
+    Trackers,
     Umask,
     apply_umask,
     cannot_write_rows,
@@ -31,6 +32,7 @@ def train(
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
     fresh: Fresh = False,
     umask: Umask = None,
+    tracker: Trackers = None,
 ) -> None:
     """Run one trial (or its train.seeds in lockstep) without Ray; write runs/ and metrics/.
 
@@ -52,15 +54,20 @@ def train(
         raise fail(str(err), where) from None
     from sweepgrok.process import configure_process
     from sweepgrok.sink import ParquetSink, PartWriteError
+    from sweepgrok.trackers import parse_trackers
+    from sweepgrok.trackers.base import tracked
     from sweepgrok.trainer import train as run_training
 
     configure_process(cfg.train)
+    sink = tracked(ParquetSink(out), parse_trackers(tracker), sweep=out.name, sweep_dir=out)
     try:
         with _Progress(cfg.train.max_steps, len(cfg.train.seed_list), quiet) as prog:
-            rows = run_training(cfg, ParquetSink(out), sweep=out.name, on_eval=prog.update)
+            rows = run_training(cfg, sink, sweep=out.name, on_eval=prog.update)
     except PartWriteError as err:  # the folder holds this run's first rows: start it over
         then = "run the same `sweepgrok train` again with --fresh"
         raise cannot_write_rows(err, then) from None
+    finally:
+        sink.close()
     _print_runs(rows, out)
 
 

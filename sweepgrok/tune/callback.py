@@ -8,6 +8,8 @@ Exactly-once argument (readers keep the last row per key, see sweepgrok.sink):
   same (run_id, step) keys, deduplicated by the readers (run ids come from the trial id);
 - a run row is written when its run ends; a failed trial gets a `failed` row; a later success
   (retry, or --resume of errored trials) writes a newer row that supersedes it.
+Trackers (sweepgrok.trackers) are mirrored from this same sink, after the Parquet: a replayed
+step is not sent to a tracker again (TrackedSink remembers the last step each one holds).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from ray import tune
 
 from sweepgrok.config import flatten, from_flat
 from sweepgrok.sink import ParquetSink, PartWriteError, read_runs
+from sweepgrok.trackers import TrackerSpec
+from sweepgrok.trackers.base import TrackedSink, tracked
 from sweepgrok.tune.progress import LiveView
 from sweepgrok.tune.prune import CheckpointPruner
 from sweepgrok.tune.trainable import CKPT_FLAG, PAYLOAD, run_ids_for
@@ -42,6 +46,7 @@ class ParquetCallback(tune.Callback):
         total: int,
         flush_rows: int = 2000,
         live: bool = True,
+        trackers: Sequence[TrackerSpec] = (),
     ) -> None:
         # Absolute now: the driver's working directory may vanish during the fit (a Ray job's).
         self.sweep_dir = str(Path(sweep_dir).resolve())
@@ -49,7 +54,8 @@ class ParquetCallback(tune.Callback):
         self.total = total
         self.flush_rows = flush_rows
         self.live = live
-        self._sink: ParquetSink | None = None
+        self.trackers = list(trackers)
+        self._sink: TrackedSink | None = None
         self._view: LiveView | None = None
         self._finished: dict[str, set[str]] = {}  # trial_id -> run ids with a run row
         self._trial_dirs: dict[str, Path] = {}  # trial_id -> its folder in storage
@@ -60,15 +66,16 @@ class ParquetCallback(tune.Callback):
         """Trial status -> count when the experiment ended (None before)."""
 
     def __getstate__(self) -> dict[str, Any]:
-        # The sink holds a lock and the view a terminal: rebuilt lazily after unpickling.
+        # The sink holds a lock and tracker clients, the view a terminal: rebuilt lazily.
         state = self.__dict__.copy()
         state.update(_sink=None, _view=None)
         return state
 
     @property
-    def sink(self) -> ParquetSink:
+    def sink(self) -> TrackedSink:
         if self._sink is None:
-            self._sink = ParquetSink(self.sweep_dir, flush_rows=self.flush_rows)
+            parquet = ParquetSink(self.sweep_dir, flush_rows=self.flush_rows)
+            self._sink = tracked(parquet, self.trackers, self.sweep, self.sweep_dir)
         return self._sink
 
     # ---- Tune hooks -------------------------------------------------------------------------
@@ -167,8 +174,10 @@ class ParquetCallback(tune.Callback):
         return bool(len(hit)) and hit["status"].iloc[-1] != "failed"
 
     def close(self, trials: Sequence[Any] = ()) -> None:
-        """Flush everything, stop the live view, log what was pruned (idempotent)."""
+        """Flush everything, end open tracker runs, stop the live view, log what was pruned
+        (idempotent)."""
         self.sink.flush()
+        self.sink.close()
         self.pruner.prune(force=True)
         if self._view is not None:
             self._refresh(trials)

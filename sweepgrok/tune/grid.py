@@ -18,6 +18,7 @@ import ray
 from ray import tune
 
 from sweepgrok.spaces import GridSpec, Resources
+from sweepgrok.trackers import TrackerSpec
 from sweepgrok.tune.callback import TUNE_DIR, ParquetCallback, raise_write_error
 from sweepgrok.tune.trainable import trainable
 
@@ -245,14 +246,16 @@ def launch_grid(
     live: bool = True,
     verbose: bool = False,
     train_fn: Callable[..., Any] | None = None,
+    trackers: Sequence[TrackerSpec] = (),
 ) -> Outcome:
     """Run (or, with `resume`, restore and finish) a grid's trials; rows land in sweep_dir.
 
     `verbose` lets Ray's worker output through (see start_ray). `train_fn` replaces
-    sweepgrok.trainer.train inside the trials (tests: a trainer that fails).
+    sweepgrok.trainer.train inside the trials (tests: a trainer that fails). The driver mirrors
+    the rows to `trackers` (sweepgrok.trackers).
     """
     s = spec.settings
-    callback = ParquetCallback(sweep_dir, s.name, len(spec.trials), live=live)
+    callback = ParquetCallback(sweep_dir, s.name, len(spec.trials), live=live, trackers=trackers)
     start_ray(address, num_cpus, verbose=verbose)
     try:
         if resume and can_resume(sweep_dir):

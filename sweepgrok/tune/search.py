@@ -41,6 +41,7 @@ from sweepgrok.study import (
     optuna_space,
     trials_in,
 )
+from sweepgrok.trackers import TrackerSpec
 from sweepgrok.tune.callback import ParquetCallback
 from sweepgrok.tune.grid import TUNE_DIR, run_tuner, start_ray, trial_dirname
 from sweepgrok.tune.trainable import (
@@ -319,11 +320,13 @@ def run_search(
     live: bool = True,
     train_fn: Any = None,
     verbose: bool = False,
+    trackers: Sequence[TrackerSpec] = (),
 ) -> dict[str, int]:
     """Run the study up to spec.num_samples trials; returns {"started": n, "errored": n}.
 
     `train_fn` replaces sweepgrok.trainer.train inside the trials (tests: a synthetic trainer);
-    `verbose` lets Ray's worker output and Optuna's per-trial log lines through.
+    `verbose` lets Ray's worker output and Optuna's per-trial log lines through; the driver
+    mirrors the rows to `trackers` (sweepgrok.trackers).
     """
     import optuna
 
@@ -337,7 +340,9 @@ def run_search(
             return {"started": 0, "errored": 0}
         best = best_value(study)
         board = Board.remote(best) if spec.time_cap else None  # type: ignore[attr-defined]
-        callback = SearchCallback(sweep_dir, spec.name, remaining, live=live)
+        callback = SearchCallback(
+            sweep_dir, spec.name, remaining, live=live, trackers=trackers
+        )
         fn = tune.with_parameters(search_trainable, board=board, train_fn=train_fn)
         tuner = tune.Tuner(
             tune.with_resources(fn, spec.settings.resources.as_ray()),

@@ -1,0 +1,90 @@
+"""The MLflow tracker: the sweep is the experiment, each sweepgrok run an MLflow run.
+
+Parameters: the run's flat config; metrics: each evaluation's at its step; tags ``status``,
+``grok_step``, ``fit_step`` (the summary), ``sweepgrok.run_id`` and ``sweepgrok.folder`` (which
+tracker run to continue when the sweep is resumed). Uses MlflowClient, not the fluent API: many
+runs are open at once in one driver.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+PARAMS_PER_BATCH = 100
+"""MLflow's limit of parameters (and tags) in one log_batch call."""
+HTTP_RETRIES = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
+"""Defaults unless the user set them: MLflow's own (7 retries, 120 s) would stall the driver
+for minutes on a server that is down, before the one warning."""
+
+
+class MlflowTracker:
+    """Logs to the MLflow tracking server or store at `uri` (None: MLflow's default)."""
+
+    kind = "mlflow"
+
+    def __init__(self, uri: str | None, sweep: str, folder: str) -> None:
+        for name, value in HTTP_RETRIES.items():
+            os.environ.setdefault(name, value)
+        from mlflow.tracking import MlflowClient
+
+        self.client = MlflowClient(tracking_uri=uri)
+        self.sweep, self.folder = sweep, folder
+        self._experiment: str | None = None
+        self._runs: dict[str, str] = {}  # sweepgrok run id -> MLflow run id
+
+    def _experiment_id(self) -> str:
+        if self._experiment is None:
+            found = self.client.get_experiment_by_name(self.sweep)
+            self._experiment = (
+                found.experiment_id if found else self.client.create_experiment(self.sweep)
+            )
+        return self._experiment
+
+    def _find(self, run_id: str) -> Any:
+        query = (
+            f"tags.`sweepgrok.run_id` = '{run_id}' and tags.`sweepgrok.folder` = '{self.folder}'"
+        )
+        found = self.client.search_runs([self._experiment_id()], query, max_results=1)
+        return found[0] if found else None
+
+    def open(self, run_id: str) -> int | None:
+        from sweepgrok.trackers.base import STEP_METRIC
+
+        earlier = self._find(run_id)
+        if earlier is None:
+            tags = {"sweepgrok.run_id": run_id, "sweepgrok.folder": self.folder,
+                    "sweepgrok.sweep": self.sweep}
+            created = self.client.create_run(self._experiment_id(), run_name=run_id, tags=tags)
+            self._runs[run_id] = created.info.run_id
+            return None
+        self._runs[run_id] = earlier.info.run_id
+        self.client.update_run(earlier.info.run_id, status="RUNNING")
+        history = self.client.get_metric_history(earlier.info.run_id, STEP_METRIC)
+        return max((m.step for m in history), default=None)
+
+    def log_metrics(self, run_id: str, step: int, values: Mapping[str, float]) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        metrics = [Metric(key, value, now, step) for key, value in values.items()]
+        self.client.log_batch(self._runs[run_id], metrics=metrics)
+
+    def finish(self, run_id: str, params: Mapping[str, Any], summary: Mapping[str, Any]) -> None:
+        from mlflow.entities import Param, RunTag
+
+        mlflow_id = self._runs.pop(run_id)
+        items = [Param(key, str(value)) for key, value in params.items()]
+        for start in range(0, len(items), PARAMS_PER_BATCH):
+            self.client.log_batch(mlflow_id, params=items[start : start + PARAMS_PER_BATCH])
+        tags = [RunTag(key, str(value)) for key, value in summary.items()]
+        self.client.log_batch(mlflow_id, tags=tags)
+        failed = summary.get("status") == "failed"
+        self.client.set_terminated(mlflow_id, "FAILED" if failed else "FINISHED")
+
+    def close(self) -> None:
+        runs, self._runs = self._runs, {}
+        for mlflow_id in runs.values():
+            self.client.set_terminated(mlflow_id, "KILLED")

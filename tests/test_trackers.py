@@ -1,0 +1,370 @@
+"""--tracker mlflow / wandb: each run mirrored once, equal to the Parquet record; a failing
+tracker only warns; a missing extra exits 2 with its install command.
+
+MLflow is read back from a local SQLite store (MLflow 3.18 refuses its file store by default);
+W&B runs offline and its local run file is read back with the record format W&B writes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import struct
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import TINY_BASE, write_grid
+from typer.testing import CliRunner
+
+from sweepgrok.cli import app
+from sweepgrok.sink import ListSink, read_table
+from sweepgrok.sweepdir import make_sweep_folder
+from sweepgrok.trackers import MissingExtra, TrackerSpec
+from sweepgrok.trackers.base import CONFIG_KEYS, METRIC_KEYS, load_tracker, tracked
+
+ROOT = Path(__file__).parents[1]
+runner = CliRunner()
+TINY = [f"{section}.{key}={value}" for section, keys in TINY_BASE.items()
+        for key, value in keys.items() if key != "max_steps"] + ["train.max_steps=60"]
+"""The conftest's tiny trial as --set overrides, 60 steps: 4 evaluations (0, 20, 40, 60)."""
+
+
+def train(tmp_path: Path, *trackers: str, seeds: str = "[1, 2]") -> Any:
+    """`sweepgrok train` of the tiny trial (two packed seeds: two runs) into tmp_path/o."""
+    args = ["train", str(ROOT / "search_spaces/trial_quick.yaml"), "--quiet",
+            "--out", str(tmp_path / "o")]
+    for item in [*TINY, f"train.seeds={seeds}"]:
+        args += ["--set", item]
+    for tracker in trackers:
+        args += ["--tracker", tracker]
+    return runner.invoke(app, args)
+
+
+def record(sweep_dir: Path) -> tuple[dict[str, dict], dict[str, list[dict]]]:
+    """runs/ by run id, and each run's metrics/ rows in step order (as the readers give them)."""
+    runs = {r["run_id"]: r for r in read_table(sweep_dir, "runs").to_pylist()}
+    metrics: dict[str, list[dict]] = {}
+    for row in read_table(sweep_dir, "metrics").to_pylist():
+        metrics.setdefault(row["run_id"], []).append(row)
+    return runs, metrics
+
+
+def series(rows: list[dict], key: str) -> list[tuple[int, float]]:
+    return [(r["step"], r[key]) for r in rows if r[key] is not None]
+
+
+@pytest.fixture
+def tracker_warnings() -> Iterator[list[logging.LogRecord]]:
+    """The warnings of sweepgrok.trackers (collected here: the CLI may stop propagation)."""
+    seen: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = seen.append  # type: ignore[method-assign]
+    logger = logging.getLogger("sweepgrok.trackers")
+    logger.addHandler(handler)
+    yield seen
+    logger.removeHandler(handler)
+
+
+@pytest.fixture
+def mlflow_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)  # what mlflow.search_runs reads back
+    return uri
+
+
+# ---- the option --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["neptune", "mlflow=", "wandb:proj"])
+def test_an_unknown_tracker_exits_2_naming_the_allowed_values(tmp_path: Path, value: str) -> None:
+    res = train(tmp_path, value)
+    assert res.exit_code == 2, res.output
+    assert "--tracker" in res.output and "mlflow[=URI], wandb[=PROJECT]" in res.output
+    assert "Traceback" not in res.output and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("kind", ["mlflow", "wandb"])
+def test_a_missing_extra_exits_2_with_the_install_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    monkeypatch.setitem(sys.modules, kind, None)  # what `import mlflow` does when absent
+    res = train(tmp_path, kind)
+    assert res.exit_code == 2, res.output
+    assert f"pip install 'sweepgrok[{kind}]'" in res.output and "--tracker" in res.output
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("kind", ["mlflow", "wandb"])
+def test_the_loader_turns_a_failed_import_into_the_install_command(
+    monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    monkeypatch.setitem(sys.modules, kind, None)
+    with pytest.raises(MissingExtra, match=rf"pip install 'sweepgrok\[{kind}\]'"):
+        load_tracker(TrackerSpec(kind), "sweep", "folder")
+
+
+@pytest.mark.parametrize("command", ["launch", "search"])
+def test_launch_and_search_hand_the_trackers_to_the_driver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    import sweepgrok.tune.grid
+    import sweepgrok.tune.search
+
+    seen: dict[str, Any] = {}
+
+    class Stop(Exception):
+        pass
+
+    def driver(*args: Any, **kw: Any) -> Any:
+        seen.update(kw)
+        raise Stop
+
+    if command == "launch":
+        monkeypatch.setattr(sweepgrok.tune.grid, "launch_grid", driver)
+        sweep_file = write_grid(tmp_path / "g.yaml", "g")
+    else:
+        monkeypatch.setattr(sweepgrok.tune.search, "run_search", driver)
+        sweep_file = ROOT / "search_spaces/quick_optuna.yaml"
+    res = runner.invoke(app, [command, str(sweep_file), "--storage", str(tmp_path),
+                              "--tracker", "mlflow=sqlite:///x.db", "--tracker", "wandb"])
+    assert isinstance(res.exception, Stop), res.output
+    assert seen["trackers"] == [TrackerSpec("mlflow", "sqlite:///x.db"), TrackerSpec("wandb")]
+
+
+# ---- MLflow ------------------------------------------------------------------------------
+
+
+def mlflow_runs(sweep: str) -> Any:
+    import mlflow
+
+    return mlflow.search_runs(experiment_names=[sweep])
+
+
+def assert_mlflow_equals_the_record(sweep_dir: Path, sweep: str) -> None:
+    """One MLflow run per run: params = config, history = metrics/, tags = summary."""
+    from mlflow.tracking import MlflowClient
+
+    runs, metrics = record(sweep_dir)
+    found = mlflow_runs(sweep)
+    assert sorted(found["tags.mlflow.runName"]) == sorted(runs), found["tags.mlflow.runName"]
+    client = MlflowClient()
+    for _, mrun in found.iterrows():
+        run = runs[mrun["tags.mlflow.runName"]]
+        assert {k: mrun[f"params.{k}"] for k in CONFIG_KEYS} == {
+            k: str(run[k]) for k in CONFIG_KEYS
+        }
+        for key in ("status", "grok_step", "fit_step"):
+            assert mrun[f"tags.{key}"] == str(run[key]), key
+        assert mrun["status"] == "FINISHED"
+        for key in METRIC_KEYS:
+            history = client.get_metric_history(mrun["run_id"], key)
+            got = sorted((m.step, m.value) for m in history)
+            assert got == series(metrics[run["run_id"]], key), key
+
+
+def test_mlflow_holds_each_run_as_the_parquet_does(tmp_path: Path, mlflow_uri: str) -> None:
+    res = train(tmp_path, f"mlflow={mlflow_uri}")
+    assert res.exit_code == 0, res.output
+    runs, metrics = record(tmp_path / "o")
+    assert len(runs) == 2 and all(len(rows) == 4 for rows in metrics.values())
+    assert_mlflow_equals_the_record(tmp_path / "o", "o")
+
+
+def test_a_resumed_mlflow_run_is_continued_without_repeating_steps(
+    tmp_path: Path, mlflow_uri: str
+) -> None:
+    from mlflow.tracking import MlflowClient
+
+    sweep_dir = tmp_path / "s"
+    make_sweep_folder(sweep_dir)
+    spec = [TrackerSpec("mlflow", mlflow_uri)]
+
+    def rows(*steps: int) -> list[dict[str, Any]]:
+        return [{"run_id": "s-r", "step": s, "test_acc": s / 100, "train_loss": 1.0}
+                for s in steps]
+
+    first = tracked(ListSink(), spec, "s", sweep_dir)
+    first.write_metrics(rows(0, 10))
+    first.write_metrics(rows(10, 20))  # a retry in the same session replays step 10
+    first.close()  # the driver stopped before the run ended
+    again = tracked(ListSink(), spec, "s", sweep_dir)  # --resume: a new session
+    again.write_metrics(rows(10, 20, 30))
+    again.write_run({"run_id": "s-r", "status": "censored", "steps_run": 30})
+    again.close()
+    found = mlflow_runs("s")
+    assert len(found) == 1 and found.loc[0, "status"] == "FINISHED"
+    history = MlflowClient().get_metric_history(found.loc[0, "run_id"], "test_acc")
+    assert sorted(m.step for m in history) == [0, 10, 20, 30]
+
+
+def test_a_failing_tracker_warns_once_and_the_sweep_succeeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tracker_warnings: list[logging.LogRecord]
+) -> None:
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # fail at once, not after retries
+    with socket.socket() as sock:  # a port that nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    res = train(tmp_path, f"mlflow=http://127.0.0.1:{port}")
+    assert res.exit_code == 0, res.output
+    assert [r.levelno for r in tracker_warnings] == [logging.WARNING], tracker_warnings
+    assert "mlflow tracker failed" in tracker_warnings[0].getMessage()
+    runs, metrics = record(tmp_path / "o")
+    assert len(runs) == 2 and all(len(rows) == 4 for rows in metrics.values())
+    assert {r["status"] for r in runs.values()} <= {"grokked", "completed", "censored"}
+
+
+# ---- Weights & Biases (offline) ----------------------------------------------------------
+
+BLOCK = 32768
+"""W&B's run file: a 7-byte header, then records in 32 KiB blocks (LevelDB log framing)."""
+
+
+def wandb_records(path: Path) -> Iterator[Any]:
+    """The protobuf records of an offline run's .wandb file."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    data, pos, pending = path.read_bytes(), 7, b""
+    assert data[:4] == b":W&B"
+    while pos + 7 <= len(data):
+        room = BLOCK - pos % BLOCK
+        _crc, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        if room < 7 or (kind == 0 and length == 0):  # the zero padding at a block's end
+            pos += room
+            continue
+        pending += data[pos + 7 : pos + 7 + length]
+        pos += 7 + length
+        if kind in (1, 4):  # a full record, or the last piece of one
+            rec = pb.Record()
+            rec.ParseFromString(pending)
+            pending = b""
+            yield rec
+
+
+def wandb_run(path: Path) -> dict[str, Any]:
+    """What an offline run file holds: name, group, project, config, history, summary."""
+    out: dict[str, Any] = {"config": {}, "history": [], "summary": {}}
+    for rec in wandb_records(path):
+        kind = rec.WhichOneof("record_type")
+        if kind == "run":
+            out.update(name=rec.run.display_name, group=rec.run.run_group,
+                       project=rec.run.project)
+        elif kind == "config":
+            out["config"].update({i.key: json.loads(i.value_json) for i in rec.config.update})
+        elif kind == "history":
+            item = {"/".join(i.nested_key) or i.key: json.loads(i.value_json)
+                    for i in rec.history.item}
+            out["history"].append(item)
+        elif kind == "summary":
+            out["summary"].update({i.key: json.loads(i.value_json)
+                                   for i in rec.summary.update if i.key})
+    return out
+
+
+@pytest.fixture
+def wandb_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    folder = tmp_path / "wandb-dir"
+    folder.mkdir()
+    for name, value in {"WANDB_MODE": "offline", "WANDB_DIR": str(folder),
+                        "WANDB_SILENT": "true"}.items():
+        monkeypatch.setenv(name, value)
+    yield folder
+    import wandb
+
+    wandb.teardown()  # stop the W&B service this test started
+
+
+def test_wandb_offline_holds_each_run_as_the_parquet_does(
+    tmp_path: Path, wandb_offline: Path
+) -> None:
+    res = train(tmp_path, "wandb=grokproj")
+    assert res.exit_code == 0, res.output
+    runs, metrics = record(tmp_path / "o")
+    files = sorted(wandb_offline.glob("wandb/offline-run-*/*.wandb"))
+    found = {r["name"]: r for r in map(wandb_run, files)}
+    assert sorted(found) == sorted(runs)  # one W&B run per run, named by its run id
+    for run_id, got in found.items():
+        run = runs[run_id]
+        assert (got["group"], got["project"]) == ("o", "grokproj")
+        assert {k: got["config"][k] for k in CONFIG_KEYS} == {k: run[k] for k in CONFIG_KEYS}
+        assert {k: got["summary"][k] for k in ("status", "grok_step", "fit_step")} == {
+            k: run[k] for k in ("status", "grok_step", "fit_step")
+        }
+        assert [h["_step"] for h in got["history"]] == [r["step"] for r in metrics[run_id]]
+        for key in METRIC_KEYS:
+            logged = [(h["_step"], h[key]) for h in got["history"] if key in h]
+            assert logged == series(metrics[run_id], key), key
+
+
+def test_both_trackers_at_once(tmp_path: Path, mlflow_uri: str, wandb_offline: Path) -> None:
+    res = train(tmp_path, f"mlflow={mlflow_uri}", "wandb", seeds="[3]")
+    assert res.exit_code == 0, res.output
+    assert_mlflow_equals_the_record(tmp_path / "o", "o")
+    files = list(wandb_offline.glob("wandb/offline-run-*/*.wandb"))
+    assert [wandb_run(f)["project"] for f in files] == ["sweepgrok"]
+
+
+def test_the_tune_callback_mirrors_a_replayed_evaluation_once(
+    tmp_path: Path, mlflow_uri: str
+) -> None:
+    from types import SimpleNamespace
+
+    from mlflow.tracking import MlflowClient
+
+    from sweepgrok.tune.callback import ParquetCallback
+    from sweepgrok.tune.trainable import PAYLOAD
+
+    sweep_dir = tmp_path / "cb"
+    make_sweep_folder(sweep_dir)
+    callback = ParquetCallback(sweep_dir, "cb", total=1, live=False,
+                               trackers=[TrackerSpec("mlflow", mlflow_uri)])
+    trial = SimpleNamespace(trial_id="t0", config={}, status="RUNNING")
+
+    def report(*steps: int, finished: bool = False) -> None:
+        metrics = [{"run_id": "cb-t0", "step": s, "test_acc": s / 100} for s in steps]
+        ended = [{"run_id": "cb-t0", "status": "censored", "steps_run": steps[-1]}]
+        payload = {"metrics": metrics, "finished": ended if finished else []}
+        callback.on_trial_result(0, [trial], trial, {PAYLOAD: json.dumps(payload)})
+
+    report(0)
+    report(10)
+    report(10)  # the retry from the checkpoint at step 0 replays step 10
+    report(20, finished=True)
+    callback.on_experiment_end([trial])
+    found = mlflow_runs("cb")
+    assert list(found["tags.mlflow.runName"]) == ["cb-t0"]
+    history = MlflowClient().get_metric_history(found.loc[0, "run_id"], "test_acc")
+    assert sorted(m.step for m in history) == [0, 10, 20]
+    assert len(read_table(sweep_dir, "metrics")) == 3  # the Parquet, deduplicated, agrees
+
+
+# ---- through Ray: a retried trial replays steps, the tracker holds each once -------------
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_retried_trial_logs_each_step_once(
+    tmp_path: Path, mlflow_uri: str, ray_env: dict[str, str]
+) -> None:
+    from failing_trainer import fail_once
+
+    from sweepgrok.spaces import load_grid
+    from sweepgrok.tune.grid import launch_grid
+
+    grid = write_grid(tmp_path / "g.yaml", "trk", grid={"model.norm": ["none", "sphere"]},
+                      seeds=[1, 2], seeds_per_trial=2, checkpoint_every=2, max_failures=1)
+    marks = tmp_path / "fail-marks"
+    outcome = launch_grid(load_grid(grid), tmp_path / "trk", num_cpus=2, live=False,
+                          train_fn=fail_once(marks),
+                          trackers=[TrackerSpec("mlflow", mlflow_uri)])
+    assert (outcome.terminated, outcome.errored) == (2, 0)
+    assert len(list(marks.iterdir())) == 2  # both trials crashed once and replayed steps
+    raw = read_table(tmp_path / "trk", "metrics")  # deduplicated: the record
+    parts = list((tmp_path / "trk" / "metrics").glob("part-*.parquet"))
+    import pyarrow.parquet as pq
+
+    assert sum(pq.read_metadata(p).num_rows for p in parts) > raw.num_rows  # replays written
+    assert_mlflow_equals_the_record(tmp_path / "trk", "trk")  # 4 runs, each step once
