@@ -268,8 +268,10 @@ def wandb_run(path: Path) -> dict[str, Any]:
 def wandb_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     folder = tmp_path / "wandb-dir"
     folder.mkdir()
+    # WANDB__SERVICE_WAIT: wandb-core gets 30 s to start by default, which a loaded 2-core CI
+    # machine can exceed (seen here: the tracker then warns and the test finds no run).
     for name, value in {"WANDB_MODE": "offline", "WANDB_DIR": str(folder),
-                        "WANDB_SILENT": "true"}.items():
+                        "WANDB_SILENT": "true", "WANDB__SERVICE_WAIT": "300"}.items():
         monkeypatch.setenv(name, value)
     yield folder
     import wandb
