@@ -11,7 +11,16 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
+from enum import StrEnum
 from pathlib import Path
+
+
+class FigureFormat(StrEnum):
+    """File format of figures: png (screens, reports), svg or pdf (vectors, for papers)."""
+
+    png = "png"
+    svg = "svg"
+    pdf = "pdf"
 
 
 def _nearest_existing(path: Path) -> Path:

@@ -120,6 +120,15 @@ def test_out_file_and_plots(sweep: Path, tmp_path: Path) -> None:
     assert {"accuracy.png", "grok_times.png", "survival.png", "deff.png"} <= names
 
 
+def test_plots_as_vectors(sweep: Path, tmp_path: Path) -> None:
+    figs = tmp_path / "figs"
+    code, out = invoke(sweep, "--format", "csv", "--plots", figs, "--plot-format", "pdf")
+    assert code == 0, out
+    written = sorted(p.name for p in figs.iterdir())
+    assert written == ["accuracy.pdf", "deff.pdf", "grok_times.pdf", "survival.pdf"]
+    assert (figs / "survival.pdf").read_bytes().startswith(b"%PDF-")
+
+
 def test_several_sweeps_together(sweep: Path, tmp_path: Path) -> None:
     other = write_sweep(tmp_path / "again", {"sphere": [100, 100]}, seed0=10)
     code, out = invoke(sweep, other, "--format", "csv")
@@ -141,6 +150,8 @@ def test_several_sweeps_together(sweep: Path, tmp_path: Path) -> None:
         (["--by", "model.nrom"], ["error: --by: ", "model.norm"]),
         (["--threshold", "0.9"], ["error: --threshold: ", "0.95", "0.99"]),
         (["--format", "xlsx"], ["error: --format: ", "markdown"]),
+        (["--plot-format", "jpg"], ["error: --plot-format: ", "svg", "pdf"]),
+        (["--plot-format", "svg"], ["error: --plot-format: ", "--plots"]),
         (["--baseline", "model.norm=rmsnorm"], ["--baseline", "none, sphere"]),
         (["--baseline", "model.norm"], ["--baseline", "key=value"]),
         (["--baseline", "optim.wd=1"], ["--baseline", "optim.weight_decay"]),

@@ -1,13 +1,18 @@
-"""sweepgrok.plots: every figure is written as a readable PNG, including censored edge cases."""
+"""sweepgrok.plots: every figure is written as a readable PNG (or SVG/PDF), including censored
+edge cases; long labels and many groups never squeeze the plot or fall off the figure."""
 
 from __future__ import annotations
 
+from itertools import product
 from pathlib import Path
+from typing import Any
 
 import matplotlib.image as mpimg
 import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
+from matplotlib.figure import Figure
+from matplotlib.transforms import Bbox
 
 from sweepgrok import plots, stats
 from sweepgrok.sink import ParquetSink
@@ -131,3 +136,147 @@ def test_search_objective_plot_writes_a_png(tmp_path: Path) -> None:
         [(0, 300.0, False), (1, 1500.0, True)], tmp_path / "o.png", budget=1000
     )
     assert out.stat().st_size > 1000
+
+
+LONG_VALUES: dict[str, list[Any]] = {
+    "geomdr.layers": ["blocks.0.hook_resid_post", "blocks.0.hook_attn_out+mlp_out"],
+    "model.unembed": ["tied_to_embedding", "separate_linear"],
+    "optim.warmup_steps": [0, 500, 2000],
+}
+"""Keys without a short label and long values: group labels of ~90 characters."""
+
+
+def write_groups(root: Path, n_groups: int) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """n_groups groups over LONG_VALUES, 3 seeds each, one censored run in every other group."""
+    sink = ParquetSink(root)
+    for g, values in enumerate(list(product(*LONG_VALUES.values()))[:n_groups]):
+        for seed in range(3):
+            run_id = f"g{g}-{seed}"
+            grok = None if (g + seed) % 2 and seed == 2 else 300 + 400 * seed + 100 * g
+            last = 3000 if grok is None else grok
+            rows = [
+                {
+                    "run_id": run_id,
+                    "step": s,
+                    "train_acc": min(1.0, 0.2 + s / 600),
+                    "test_acc": 1.0 if grok is not None and s >= grok else 0.05,
+                    "deff": 30.0 - 20.0 * (grok is not None and s >= grok - 200),
+                }
+                for s in range(0, last + 1, EVAL)
+            ]
+            sink.write_metrics(rows)
+            config = {**dict(zip(LONG_VALUES, values, strict=True)), "train.seed": seed}
+            sink.write_run({**config, "run_id": run_id, "status": "completed", "steps_run": last})
+    sink.flush()
+    metrics, runs = stats.read_sweeps(root)
+    return metrics, stats.run_summary(metrics, runs), list(LONG_VALUES)
+
+
+def layout(fig: Figure) -> dict[str, Any]:
+    """What the renderer places: the plot area's share of the figure, and whether each legend,
+    title and label lies inside the figure (pixels, from a drawn canvas)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    page = fig.bbox
+    plots_ = [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
+    area = Bbox.union([ax.get_window_extent(renderer) for ax in plots_])
+    texts = [fig._suptitle, fig._supxlabel, fig._supylabel] + [ax.title for ax in plots_]
+    texts += [ax.xaxis.label for ax in plots_] + [ax.yaxis.label for ax in plots_]
+    legends = list(fig.legends) + [ax.get_legend() for ax in plots_ if ax.get_legend()]
+    drawn = [t for t in texts if t is not None and t.get_text()] + legends
+
+    slack = page.padded(1)  # a pixel for rounding
+
+    def inside(box: Bbox) -> bool:
+        within_x = slack.x0 <= box.x0 and box.x1 <= slack.x1
+        return bool(within_x and slack.y0 <= box.y0 and box.y1 <= slack.y1)
+
+    return {
+        "width": area.width / page.width,
+        "height": area.height / page.height,
+        "outside": [str(a) for a in drawn if not inside(a.get_window_extent(renderer))],
+        "all_inside": inside(fig.get_tightbbox(renderer).transformed(fig.dpi_scale_trans)),
+        "legends": len(legends),
+    }
+
+
+@pytest.mark.parametrize("n_groups", [1, 12])
+def test_long_labels_neither_squeeze_the_plot_nor_fall_off_the_figure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n_groups: int
+) -> None:
+    metrics, summary, by = write_groups(tmp_path / "s", n_groups)
+    measured: dict[str, dict[str, Any]] = {}
+    save = plots._save
+
+    def measure_then_save(fig: Figure, path: Path) -> Path:
+        measured[Path(path).stem] = layout(fig)
+        return save(fig, path)
+
+    monkeypatch.setattr(plots, "_save", measure_then_save)
+    plots.plot_all(metrics, summary, by, tmp_path / "figs")
+    assert sorted(measured) == ["accuracy", "deff", "grok_times", "heatmap", "survival"]
+    for name, got in measured.items():
+        assert got["width"] >= 0.5 and got["height"] >= 0.4, (name, got)
+        assert got["outside"] == [] and got["all_inside"], (name, got)
+    # One group, or many panels: no legend on the curves; one group per line: one under them.
+    assert measured["survival"]["legends"] == 1
+    assert measured["grok_times"]["legends"] == (1 if n_groups == 12 else 0)  # censored runs
+
+
+def test_long_labels_name_their_keys_once_and_wrap() -> None:
+    summary = pd.DataFrame({"model.norm": ["none", "sphere"], "optim.warmup_steps": [0, 500]})
+    shown, key_line = plots._shown_labels(summary, ["model.norm"])
+    assert shown == {"norm=none": "norm=none", "norm=sphere": "norm=sphere"} and key_line == ""
+    summary["geomdr.layers"] = ["blocks.0.hook_resid_post", "blocks.0.hook_attn_out+mlp_out"]
+    shown, key_line = plots._shown_labels(summary, ["geomdr.layers", "optim.warmup_steps"])
+    assert key_line == "geomdr.layers, optim.warmup_steps"
+    assert shown["geomdr.layers=blocks.0.hook_resid_post, optim.warmup_steps=0"] == (
+        "blocks.0.hook_resid_post, 0"
+    )
+
+
+def test_wrap_breaks_between_names_never_inside_one() -> None:
+    assert plots._wrap("blocks.0.hook_resid_post", 14) == "blocks.0.hook_\nresid_post"
+    assert plots._wrap("norm=sphere, wd=0", 40) == "norm=sphere, wd=0"
+    assert plots._wrap("separate_linear, tied", 10) == "separate_\nlinear,\ntied"
+    assert plots._wrap("unbreakablename", 4) == "unbreakablename"
+
+
+@pytest.mark.parametrize("fmt", ["svg", "pdf"])
+def test_vector_figures_are_vectors(
+    sweep: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path, fmt: str
+) -> None:
+    metrics, summary = sweep
+    by = ["model.norm", "geomdr.target_dim"]
+    paths = plots.plot_all(metrics, summary, by, tmp_path, fmt=fmt)
+    assert [p.suffix for p in paths] == [f".{fmt}"] * 5
+    for p in paths:
+        data = p.read_bytes()
+        if fmt == "svg":  # text drawn as glyph outlines (svg.fonttype "path"), not <text>
+            assert data.startswith(b"<?xml") and b"<svg" in data and b"<path" in data
+            assert b"<text" not in data
+            # Only a colour bar's gradient is a bitmap (matplotlib's choice: no seams).
+            assert data.count(b"<image") == (p.stem == "heatmap")
+        else:  # fonts embedded as Type 3 subsets
+            assert data.startswith(b"%PDF-") and b"/Type3" in data
+    assert plt.get_fignums() == []
+
+
+def test_vector_figures_are_reproducible(
+    sweep: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path
+) -> None:
+    _, summary = sweep
+    by = ["model.norm"]
+    first = plots.survival_curves(summary, by, tmp_path / "a.svg").read_bytes()
+    assert plots.survival_curves(summary, by, tmp_path / "b.svg").read_bytes() == first
+
+
+def test_an_unknown_figure_format_is_refused(
+    sweep: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path
+) -> None:
+    _, summary = sweep
+    with pytest.raises(ValueError, match="jpg"):
+        plots.survival_curves(summary, ["model.norm"], tmp_path / "s.jpg")
+    with pytest.raises(ValueError, match="eps"):
+        plots.plot_summary_figures(summary, ["model.norm"], tmp_path, fmt="eps")
+    assert plt.get_fignums() == []  # the refused figure was closed all the same

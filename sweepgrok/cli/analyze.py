@@ -24,7 +24,7 @@ from sweepgrok.cli.common import (
     fail,
     split_keys,
 )
-from sweepgrok.outputs import os_reason, write_text
+from sweepgrok.outputs import FigureFormat, os_reason, write_text
 from sweepgrok.tables import Format, render
 
 MAX_BOOT = 100_000
@@ -42,8 +42,12 @@ def analyze(
     threshold: ThresholdOption = None,
     fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
     plots: Annotated[
-        Path | None, typer.Option(help="Write every figure that applies (PNG) to this folder.")
+        Path | None, typer.Option(help="Write every figure that applies to this folder.")
     ] = None,
+    plot_format: Annotated[
+        FigureFormat,
+        typer.Option(help="File format of the --plots figures (svg and pdf: vectors, for papers)."),
+    ] = FigureFormat.png,
     out: Annotated[
         Path | None, typer.Option(help="Write the output to this file instead of stdout.")
     ] = None,
@@ -59,6 +63,8 @@ def analyze(
     # Every output path before any work: a mistake never follows a half-printed table.
     check_output(out, "--out", folder=False)
     check_output(plots, "--plots", folder=True)
+    if plots is None and plot_format is not FigureFormat.png:
+        raise fail("applies to the figures of --plots DIR: give --plots too", "--plot-format")
     with analysis_errors():
         metrics, summary, keys = _load(sweep_dirs, by, skip_damaged)
         theta = float(threshold.value) if threshold else stats.default_threshold(summary)
@@ -70,7 +76,7 @@ def analyze(
         from sweepgrok import plots as figures
 
         try:
-            for path in figures.plot_all(metrics, summary, keys, plots, theta):
+            for path in figures.plot_all(metrics, summary, keys, plots, theta, plot_format):
                 typer.echo(f"wrote {path}", err=True)
         except OSError as err:  # checked writable above: the disk filled up, or a race
             raise fail(f"{plots}: cannot write a figure: {os_reason(err)}", "--plots") from None
