@@ -57,7 +57,7 @@ def _save(fig: Figure, path: Path) -> Path:
     try:
         fmt = FigureFormat(path.suffix.lstrip(".").lower())  # ValueError on any other suffix
         path.parent.mkdir(parents=True, exist_ok=True)
-        with matplotlib.rc_context(_VECTOR_RC):
+        with matplotlib.rc_context(_VECTOR_RC):  # type: ignore[arg-type]
             fig.savefig(path, dpi=_DPI, format=fmt.value, metadata=_NO_DATE[fmt])
     finally:  # a failed write leaks no figure into a long report
         plt.close(fig)
@@ -78,14 +78,16 @@ def _fit(fig: Figure, ax: plt.Axes, width: float, height: float) -> None:
     and the plot area what is left; growing the figure by the missing inches hands them back
     to the plot, so long labels widen the figure instead of squeezing the plot.
     """
-    nrows, ncols = ax.get_subplotspec().get_gridspec().get_geometry()
+    spec = ax.get_subplotspec()
+    nrows, ncols = spec.get_gridspec().get_geometry() if spec is not None else (1, 1)
     for _ in range(2):  # the second pass catches a legend re-wrapped by the first
         fig.canvas.draw()
         box = ax.get_position()
         fig_w, fig_h = fig.get_size_inches()
         grow_w = max(0.0, width - box.width * fig_w) * ncols
         grow_h = max(0.0, height - box.height * fig_h) * nrows
-        drawn = fig.get_tightbbox(fig.canvas.get_renderer())  # inches
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # Agg's, not in stubs
+        drawn = fig.get_tightbbox(renderer)  # inches
         grow_w = max(grow_w, max(0.0, -drawn.x0) + max(0.0, drawn.x1 - fig_w))
         grow_h = max(grow_h, max(0.0, -drawn.y0) + max(0.0, drawn.y1 - fig_h))
         if grow_w < 0.01 and grow_h < 0.01:
@@ -358,7 +360,7 @@ def _ink(ax: plt.Axes, value: float) -> str:
     if not np.isfinite(value) or not ax.collections:
         return "black"  # the grey background of a cell without a median
     mesh = ax.collections[0]
-    red, green, blue, _ = mesh.cmap(mesh.norm(value))
+    red, green, blue, _ = mesh.cmap(mesh.norm(value))  # type: ignore[arg-type]
     return "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
 
 
@@ -396,7 +398,7 @@ def grok_heatmap(
             ha="center",
             va="center",
             fontsize="small",
-            color=_ink(ax, colour.iloc[i, j]),
+            color=_ink(ax, float(colour.to_numpy(dtype=float)[i, j])),
         )
     x_ticks = [_wrap(x, _TICK_CHARS) for x in xs]
     y_ticks = [_wrap(y, _TICK_CHARS) for y in ys]
