@@ -278,7 +278,10 @@ def _precedes(claim: Claim, group: pd.DataFrame) -> Compared:
 
 
 def _num(x: float) -> str:
-    return "-" if pd.isna(x) else f"{x:,.0f}"
+    """A step count (integer, thousands separated); a fraction below 10 keeps two decimals."""
+    if pd.isna(x):
+        return "-"
+    return f"{x:.2f}" if abs(x) < 10 and x != round(x) else f"{x:,.0f}"
 
 
 def _p(p: float) -> str:

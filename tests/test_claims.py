@@ -192,3 +192,12 @@ def test_the_reports_claims_point_at_committed_summaries() -> None:
         assert (claims.HERE / "reproduction" / claim.sweep / "runs.csv").is_file(), claim.sweep
         assert claim.kind in verdicts.KINDS
         assert claim.baseline or claim.kind == "precedes"
+
+
+def test_cells_keep_fractions_and_round_steps() -> None:
+    """A measure in [0, 1] (Fourier concentration) keeps two decimals; steps are integers."""
+    from analysis.claims import _num
+
+    assert _num(0.8712) == "0.87"
+    assert _num(2300.0) == "2,300"
+    assert _num(float("nan")) == "-"
