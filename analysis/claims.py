@@ -116,21 +116,19 @@ CLAIMS: tuple[Claim, ...] = (
           "repro_s5_cpu", "model.norm=sphere,optim.weight_decay=1",
           "model.norm=layernorm,optim.weight_decay=1", "slower"),
     Claim("GeomDR accelerates the MLP on addition", "362K -> ~7K steps", P2, GEOMDR, NO_GEOMDR,
-          factor=52, threshold=0.99),
+          factor=52),
     Claim("Scale alone: the trace penalty (same weight) accelerates the MLP", CONTROL, P2,
-          "geomdr.enabled=true,geomdr.penalty=trace,train.max_steps=3000", NO_GEOMDR,
-          threshold=0.99),
+          "geomdr.enabled=true,geomdr.penalty=trace,train.max_steps=3000", NO_GEOMDR),
     Claim("Dimension alone: the tail-fraction penalty (same weight) accelerates the MLP",
           CONTROL, P2, "geomdr.enabled=true,geomdr.penalty=tail_fraction,train.max_steps=6000",
-          NO_GEOMDR, threshold=0.99),
+          NO_GEOMDR),
     Claim("GeomDR accelerates the MLP on division", "39x", P2_V1, DIV + "true", DIV + "false",
-          factor=39, threshold=0.99),
+          factor=39),
     Claim("100% success with GeomDR (addition)", "100% where the baseline failed", P2, GEOMDR,
-          NO_GEOMDR, "success", threshold=0.99),
+          NO_GEOMDR, "success"),
     Claim("GeomDR collapses earlier (addition)", "earlier collapse onset", P2, GEOMDR,
-          NO_GEOMDR, "measure", measure="collapse_step", threshold=0.99),
-    Claim("Collapse precedes grokking (addition, GeomDR)", "yes", P2, GEOMDR, kind="precedes",
-          threshold=0.99),
+          NO_GEOMDR, "measure", measure="collapse_step"),
+    Claim("Collapse precedes grokking (addition, GeomDR)", "yes", P2, GEOMDR, kind="precedes"),
     Claim("GeomDR accelerates the Transformer", "~2x", "repro_transformer_geomdr_cpu",
           "geomdr.enabled=true", "geomdr.enabled=false", factor=2),
 )  # fmt: skip
@@ -339,13 +337,14 @@ def claims_table(claims: Sequence[Claim], summaries: Path) -> str:
             raise ClaimError(f"{claim.sweep}/runs.csv: claim {claim.text!r}: {err}") from err
     rows = verdicts.adjust([c.row for c in compared])
     lines = [
-        "| claim | paper | ours (95% CI; n per group) | verdict |",
+        "| claim (summary) | paper | ours (95% CI; n per group) | verdict |",
         "|---|---|---|---|",
     ]
     for c, row in zip(compared, rows, strict=True):
         v = verdicts.verdict(row)
         ours = c.ours + (f"; p Holm = {_p(row.p_holm)}" if verdicts.is_tested(row) else "")
-        cells = (c.claim.text, c.claim.paper, ours, f"**{v.verdict}** ({v.reason})")
+        claim = f"{c.claim.text} (`{c.claim.sweep}`)"
+        cells = (claim, c.claim.paper, ours, f"**{v.verdict}** ({v.reason})")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -109,7 +109,7 @@ def test_every_claim_gets_its_verdict(table: list[list[str]]) -> None:
 
 def test_the_cells_carry_the_estimate_ci_n_and_the_papers_number(table) -> None:
     claim, paper, ours, verdict = table[0]
-    assert (claim, paper) == ("Sphere faster", "22x")
+    assert (claim, paper) == ("Sphere faster (`mysweep`)", "22x")
     # Medians 1,025 and 225 (R's midpoint convention at S = 0.5): 4.56x.
     assert ours.startswith("grok at 0.95: 4.56x [")
     assert "the CI is below the paper's 22x" in ours

@@ -144,7 +144,9 @@ def mlflow_runs(sweep: str) -> Any:
     return mlflow.search_runs(experiment_names=[sweep])
 
 
-def assert_mlflow_equals_the_record(sweep_dir: Path, sweep: str) -> None:
+def assert_mlflow_equals_the_record(
+    sweep_dir: Path, sweep: str, skip: tuple[str, ...] = ()
+) -> None:
     """One MLflow run per run: params = config, history = metrics/, tags = summary."""
     from mlflow.tracking import MlflowClient
 
@@ -160,7 +162,7 @@ def assert_mlflow_equals_the_record(sweep_dir: Path, sweep: str) -> None:
         for key in ("status", "grok_step", "fit_step"):
             assert mrun[f"tags.{key}"] == str(run[key]), key
         assert mrun["status"] == "FINISHED"
-        for key in METRIC_KEYS:
+        for key in (k for k in METRIC_KEYS if k not in skip):
             history = client.get_metric_history(mrun["run_id"], key)
             got = sorted((m.step, m.value) for m in history)
             assert got == series(metrics[run["run_id"]], key), key
@@ -369,4 +371,7 @@ def test_a_retried_trial_logs_each_step_once(
     import pyarrow.parquet as pq
 
     assert sum(pq.read_metadata(p).num_rows for p in parts) > raw.num_rows  # replays written
-    assert_mlflow_equals_the_record(tmp_path / "trk", "trk")  # 4 runs, each step once
+    # 4 runs, each step once. A replayed step's wall_time differs between the two attempts:
+    # the tracker holds the first attempt's (each step is sent once), the record the replay's
+    # (its last write wins); every deterministic metric is the same in both.
+    assert_mlflow_equals_the_record(tmp_path / "trk", "trk", skip=("wall_time",))
