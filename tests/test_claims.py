@@ -201,3 +201,12 @@ def test_cells_keep_fractions_and_round_steps() -> None:
     assert _num(0.8712) == "0.87"
     assert _num(2300.0) == "2,300"
     assert _num(float("nan")) == "-"
+
+
+def test_the_committed_claims_table_is_what_the_summaries_give() -> None:
+    """REPRODUCTION.md's table is not edited by hand: it equals what `python -m analysis.claims`
+    computes from the committed runs.csv files (rerun it after changing a claim or a summary)."""
+    report = claims.HERE / "REPRODUCTION.md"
+    text = report.read_text()
+    table = claims.claims_table(claims.CLAIMS, claims.HERE / "reproduction")
+    assert claims.with_table(text, table) == text, "run: python -m analysis.claims"
