@@ -136,3 +136,13 @@ def one_line_error(output: str) -> str:
     lines = output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), output
     return lines[0]
+
+
+def assert_each_refuses(runner: Any, app: Any, commands: list[list[str]], path: Path,
+                        words: list[str]) -> None:
+    """Every command exits 2 with one error line that names `path` and holds every word."""
+    for command in commands:
+        res = runner.invoke(app, command)
+        assert res.exit_code == 2, res.output
+        line = one_line_error(res.output)
+        assert str(path) in line and all(w in line for w in words), line

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import one_line_error
+from conftest import assert_each_refuses, one_line_error
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
@@ -233,11 +233,8 @@ def trial_file(tmp_path: Path, text: str) -> Path:
 def test_validate_and_train_refuse_the_same_values(tmp_path, monkeypatch, text, words):
     monkeypatch.chdir(tmp_path)
     path = trial_file(tmp_path, text)
-    for command in (["validate", str(path)], ["train", str(path), "--quiet"]):
-        res = runner.invoke(app, command)
-        assert res.exit_code == 2, res.output
-        line = one_line_error(res.output)
-        assert str(path) in line and all(w in line for w in words), line
+    commands = [["validate", str(path)], ["train", str(path), "--quiet"]]
+    assert_each_refuses(runner, app, commands, path, words)
     assert not (tmp_path / "runs").exists()
 
 

@@ -20,6 +20,26 @@ from sweepgrok.sink import ParquetSink
 EVAL = 100
 
 
+def write_run(
+    sink: ParquetSink, run_id: str, config: dict[str, Any], grok: int | None, last: int,
+    fit_over: int,
+) -> None:
+    """One run's curves (train accuracy rising over `fit_over` steps, test accuracy and D_eff
+    jumping at `grok`) up to its last step, then its row."""
+    rows = [
+        {
+            "run_id": run_id,
+            "step": s,
+            "train_acc": min(1.0, 0.2 + s / fit_over),
+            "test_acc": 1.0 if grok is not None and s >= grok else 0.05,
+            "deff": 30.0 - 20.0 * (grok is not None and s >= grok - 200),
+        }
+        for s in range(0, last + 1, EVAL)
+    ]
+    sink.write_metrics(rows)
+    sink.write_run({**config, "run_id": run_id, "status": "completed", "steps_run": last})
+
+
 def write_sweep(root: Path, groks: dict[tuple[str, int], list[int | None]]) -> Path:
     """(norm, d*) -> grok step per seed (None = censored at 1000); runs stop after grokking."""
     sink = ParquetSink(root)
@@ -27,19 +47,8 @@ def write_sweep(root: Path, groks: dict[tuple[str, int], list[int | None]]) -> P
         for seed, grok in enumerate(steps):
             run_id = f"{norm}-{dim}-{seed}"
             last = 1000 if grok is None else grok  # stop_after_grok: the run ends at its grok
-            rows = [
-                {
-                    "run_id": run_id,
-                    "step": s,
-                    "train_acc": min(1.0, 0.2 + s / 300),
-                    "test_acc": 1.0 if grok is not None and s >= grok else 0.05,
-                    "deff": 30.0 - 20.0 * (grok is not None and s >= grok - 200),
-                }
-                for s in range(0, last + 1, EVAL)
-            ]
-            sink.write_metrics(rows)
             cfg = {"model.norm": norm, "geomdr.target_dim": dim, "train.seed": seed}
-            sink.write_run({**cfg, "run_id": run_id, "status": "completed", "steps_run": last})
+            write_run(sink, run_id, cfg, grok, last, fit_over=300)
     sink.flush()
     return root
 
@@ -154,19 +163,8 @@ def write_groups(root: Path, n_groups: int) -> tuple[pd.DataFrame, pd.DataFrame,
             run_id = f"g{g}-{seed}"
             grok = None if (g + seed) % 2 and seed == 2 else 300 + 400 * seed + 100 * g
             last = 3000 if grok is None else grok
-            rows = [
-                {
-                    "run_id": run_id,
-                    "step": s,
-                    "train_acc": min(1.0, 0.2 + s / 600),
-                    "test_acc": 1.0 if grok is not None and s >= grok else 0.05,
-                    "deff": 30.0 - 20.0 * (grok is not None and s >= grok - 200),
-                }
-                for s in range(0, last + 1, EVAL)
-            ]
-            sink.write_metrics(rows)
             config = {**dict(zip(LONG_VALUES, values, strict=True)), "train.seed": seed}
-            sink.write_run({**config, "run_id": run_id, "status": "completed", "steps_run": last})
+            write_run(sink, run_id, config, grok, last, fit_over=600)
     sink.flush()
     metrics, runs = stats.read_sweeps(root)
     return metrics, stats.run_summary(metrics, runs), list(LONG_VALUES)

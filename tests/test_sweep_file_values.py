@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import one_line_error
+from conftest import assert_each_refuses, one_line_error
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
@@ -105,11 +105,8 @@ def test_a_drive_letter_is_not_a_url(tmp_path):
 )
 def test_validate_and_dry_run_refuse_them(tmp_path, text, words):
     path = write(tmp_path, text)
-    for command in (["validate", str(path)], ["launch", str(path), "--dry-run"]):
-        res = runner.invoke(app, command)
-        assert res.exit_code == 2, res.output
-        line = one_line_error(res.output)
-        assert str(path) in line and all(w in line for w in words), line
+    commands = [["validate", str(path)], ["launch", str(path), "--dry-run"]]
+    assert_each_refuses(runner, app, commands, path, words)
     assert not any(p.name.startswith("s3") for p in tmp_path.iterdir())
 
 
