@@ -27,6 +27,10 @@ KEY_LABELS = {
     "geomdr.lambda_max": "lambda_max",
     "geomdr.ramp_steps": "T_ramp",
     "geomdr.subsample": "subsample",
+    "grokfast.kind": "Grokfast",
+    "optim.loss": "loss",
+    "optim.perpendicular_grad": "perp grad",
+    "accelerator.arm": "arm",  # derived by analysis/accelerators.py: the lever a run pulls
     "train.seed": "seed",
     "train.max_steps": "budget",
 }
