@@ -1,4 +1,4 @@
-"""The accelerator comparison's committed summary, from the sweep of search_spaces/accelerators.yaml.
+"""The accelerator comparison's committed summary, from the search_spaces/accelerators.yaml sweep.
 
     python -m analysis.accelerators SWEEP_DIR [OUT_DIR]
 
