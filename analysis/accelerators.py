@@ -35,7 +35,7 @@ THRESHOLD = 0.95
 
 DEFAULT_OUT = Path(__file__).parent / "accelerators"
 
-LEVERS: dict[str, Callable[[Mapping[str, Any]], bool]] = {
+LEVERS: dict[str, Callable[[Mapping[Any, Any]], bool]] = {
     "sphere": lambda c: c.get("model.norm") == "sphere",
     "uniform": lambda c: c.get("model.attention") == "uniform",
     "geomdr": lambda c: bool(c.get("geomdr.enabled")),
@@ -47,7 +47,7 @@ LEVERS: dict[str, Callable[[Mapping[str, Any]], bool]] = {
 perpendicular gradient form one arm, as Prieto et al. use them together."""
 
 
-def arm(config: Mapping[str, Any]) -> str:
+def arm(config: Mapping[Any, Any]) -> str:
     """The arm of one run: the levers it pulls joined by '+', or 'baseline' for none."""
     pulled = [name for name, pulls in LEVERS.items() if pulls(config)]
     return "+".join(pulled) or "baseline"
