@@ -80,12 +80,10 @@ class Claim:
 P1 = "repro2_paper1_cpu"
 P1_SIZE = "paper1_sphere"
 P2 = "repro2_paper2_cpu"
-P2_V1 = "repro_paper2_cpu"
 LN = "model.norm=layernorm,model.attention=softmax,optim.weight_decay=1"
 SPHERE = "model.norm=sphere,model.attention=softmax,optim.weight_decay="
 GEOMDR = "geomdr.enabled=true,geomdr.penalty=tail,train.max_steps=6000"
 NO_GEOMDR = "geomdr.enabled=false,geomdr.penalty=tail,train.max_steps=6000"
-ADD, DIV = "task.name=add,geomdr.enabled=", "task.name=div,geomdr.enabled="
 CONTROL = "not claimed (our control; the paper has none)"
 CLAIMS: tuple[Claim, ...] = (
     Claim("Paper size: sphere wd 0 = wd 1", "2,400 ± 353 (wd 1), 2,480 ± 464 (wd 0); 10 seeds "
@@ -122,8 +120,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("Dimension alone: the tail-fraction penalty (same weight) accelerates the MLP",
           CONTROL, P2, "geomdr.enabled=true,geomdr.penalty=tail_fraction,train.max_steps=6000",
           NO_GEOMDR),
-    Claim("GeomDR accelerates the MLP on division", "39x", P2_V1, DIV + "true", DIV + "false",
-          factor=39),
+    Claim("GeomDR accelerates the MLP on division", "39x", "repro2_division_cpu",
+          "geomdr.enabled=true", "geomdr.enabled=false", factor=39),
     Claim("100% success with GeomDR (addition)", "100% where the baseline failed", P2, GEOMDR,
           NO_GEOMDR, "success"),
     Claim("GeomDR collapses earlier (addition)", "earlier collapse onset", P2, GEOMDR,
