@@ -1,10 +1,10 @@
 """The accelerator comparison's committed summary, from the search_spaces/accelerators.yaml sweep.
 
-    python -m analysis.accelerators SWEEP_DIR [OUT_DIR]
+    python -m analysis.accelerators SWEEP_DIR... [--out OUT_DIR]
 
 Each run is labelled with the lever it changes from the plain model (its *arm*: baseline, sphere,
-uniform, geomdr, grokfast, stablemax_perp; a run that changes several gets their names joined by
-'+'), and every arm is compared with the baseline of its own architecture at test accuracy
+uniform, geomdr, grokfast, stablemax_perp, wd0; a run that changes several gets their names
+joined by '+'), and every arm is compared with the baseline of its own architecture at test accuracy
 >= 0.95: Kaplan-Meier medians, speed-ups with bootstrap CIs, exact permutation log-rank p and
 Holm over the table (the same statistics as ``sweepgrok report``, whose report folder this
 writes: report.md, groups_95.csv, runs.csv and figures/). OUT_DIR defaults to
@@ -13,6 +13,7 @@ analysis/accelerators.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -42,9 +43,11 @@ LEVERS: dict[str, Callable[[Mapping[Any, Any]], bool]] = {
     "grokfast": lambda c: c.get("grokfast.kind", "none") not in ("none", None),
     "stablemax_perp": lambda c: c.get("optim.loss") == "stablemax"
     and bool(c.get("optim.perpendicular_grad")),
+    "wd0": lambda c: c.get("optim.weight_decay") == 0,
 }
 """Arm name -> whether a run's config (dotted keys) pulls that lever. StableMax and the
-perpendicular gradient form one arm, as Prieto et al. use them together."""
+perpendicular gradient form one arm, as Prieto et al. use them together; wd0 is weight decay
+off (every arm of accelerators.yaml keeps 1; accelerators_perp_wd0.yaml turns it off)."""
 
 
 def arm(config: Mapping[Any, Any]) -> str:
@@ -71,13 +74,12 @@ def write_summary(sweep_dirs: Sequence[Path], out: Path) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) not in (1, 2):
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
-        return 2
-    out = Path(args[1]) if len(args) == 2 else DEFAULT_OUT
+    parser = argparse.ArgumentParser(prog="python -m analysis.accelerators")
+    parser.add_argument("sweeps", nargs="+", type=Path, help="sweep folders, analysed together")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the report folder")
+    args = parser.parse_args(argv)
     try:
-        report = write_summary([Path(args[0])], out)
+        report = write_summary(args.sweeps, args.out)
     except stats.AnalysisError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

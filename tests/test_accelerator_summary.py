@@ -26,6 +26,7 @@ def test_each_lever_names_its_arm() -> None:
     # one of the pair alone is not the published combination: it is the baseline's loss or step
     assert arm({**plain, "optim.loss": "stablemax"}) == "baseline"
     assert arm({**both, "model.norm": "sphere"}) == "sphere+stablemax_perp"
+    assert arm({**both, "optim.weight_decay": 0.0}) == "stablemax_perp+wd0"
 
 
 def write_sweep(root: Path) -> Path:
@@ -55,7 +56,7 @@ def write_sweep(root: Path) -> Path:
 
 def test_each_arm_is_compared_with_its_own_architecture(tmp_path: Path) -> None:
     sweep, out = write_sweep(tmp_path / "acc"), tmp_path / "out"
-    assert main([str(sweep), str(out)]) == 0
+    assert main([str(sweep), "--out", str(out)]) == 0
     table = pd.read_csv(out / "groups_95.csv").set_index(["model.arch", ARM_KEY])
     assert table.loc[("transformer", "grokfast"), "baseline_group"] == BASE_LABEL
     # KM medians of 4 runs 100 apart: S = 0.5 from the 2nd event to the 3rd, so the median is
