@@ -28,7 +28,8 @@ MLP_LAYER = 8 * 8 + 8
 
 def _measure(trainer: Trainer) -> evaluation.Measures:
     return evaluation.measure(trainer.model, trainer.cfg, (trainer.train_x, trainer.train_y),
-                              (trainer.test_x, trainer.test_y), trainer.geo_idx)
+                              (trainer.test_x, trainer.test_y),
+                              (trainer.geo_idx, trainer.geo_test_idx))
 
 
 @pytest.mark.parametrize(("extra", "count", "prefixes"), [
