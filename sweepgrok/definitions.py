@@ -62,6 +62,18 @@ DEFINITIONS: tuple[tuple[str, str], ...] = (
         "unembedding (over the classes), raw and above chance.",
     ),
     (
+        "progress measures",
+        "per evaluation, on the training split unless named: **weight norm per group**, the "
+        "L2 norm of the token embedding, the positional embedding, the unembedding and, per "
+        "Transformer layer, of W_Q, W_K, W_V, W_O, (W_in, b_in) and (W_out, b_out); **logit "
+        "norm**, the mean over examples of ‖z‖₂, z an example's logits; **softmax-collapse "
+        "share**, the fraction of examples whose float32 loss (`optim.loss`) is exactly 0 "
+        "(Prieto et al. 2025); **attention entropy**, per layer and head, the mean over "
+        "examples of −Σ_s p_s ln p_s of the readout position's attention over the 3 positions "
+        "(ln 3 for uniform attention); **test D_eff**, D_eff of the test split's fixed "
+        "subsample, drawn by the training split's rule.",
+    ),
+    (
         "GeomDR",
         "the loss L = L_task + λ(t) Σ_layers Σ_{j > d*} μ_j, with λ(t) = 0 before t_s, then "
         "λ_max (1 − cos(π min(1, (t − t_s)/T_ramp)))/2. Two controls separate dimension from "

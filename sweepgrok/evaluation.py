@@ -4,7 +4,8 @@
 
 - ``member``: (E,) each, one metrics/ column (one row per run and step);
 - ``layer``: (E, L) each, one geometry/ column (one row per run, step and layer; layer i is
-  the hidden representation after block / hidden layer i);
+  the hidden representation after block / hidden layer i); (E, L, H) for a list column (one
+  value per attention head);
 - ``freqs``: (E, K) integer tensors, one metrics/ text column of comma-separated ints.
 
 A new measurement is one entry in ``measure`` plus its column in ``sweepgrok.sink``'s schema.
@@ -24,6 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from sweepgrok import geometry as geo
+from sweepgrok import progress
 from sweepgrok.accelerators import per_example_loss
 from sweepgrok.config import Config, GeomDRConfig, GeometryConfig, LossName
 from sweepgrok.ensemble import finite, geomdr_loss, member_finite, take
@@ -52,24 +54,33 @@ def measure(
     cfg: Config,
     train: tuple[Tensor, Tensor],
     test: tuple[Tensor, Tensor],
-    geo_idx: Tensor,
+    geo_idx: tuple[Tensor, Tensor],
 ) -> Measures:
-    """Losses, accuracies, norms, GeomDR loss and (geometry.enabled) representation geometry
-    of every member. train / test: (x (E, N, 3), y (E, N)); geo_idx (E, G): the fixed rows of
-    the training set on which geometry is measured."""
+    """Losses, accuracies, norms, GeomDR loss, progress measures and (geometry.enabled)
+    representation geometry of every member. train / test: (x (E, N, 3), y (E, N)); geo_idx:
+    the fixed rows (E, G) of the training set and of the test set on which geometry is
+    measured."""
     hidden: list[Tensor] = []
+    test_hidden: list[Tensor] | None = [] if cfg.geometry.enabled else None
+    attn: list[Tensor] | None = [] if isinstance(model, Transformer) else None
     member: dict[str, Tensor] = {}
     loss = cfg.optim.loss
-    member["train_loss"], member["train_acc"] = _split_stats(model, *train, hidden, loss)
-    member["test_loss"], member["test_acc"] = _split_stats(model, *test, None, loss)
-    member["weight_norm"] = _weight_norm(model.parameters())
+    train_stats = _split_stats(model, *train, hidden, loss, attn)
+    member["train_loss"], member["train_acc"] = train_stats.loss, train_stats.acc
+    test_stats = _split_stats(model, *test, test_hidden, loss)
+    member["test_loss"], member["test_acc"] = test_stats.loss, test_stats.acc
+    member["weight_norm"] = progress.weight_norm(model.parameters())
     member["geomdr_loss"] = _geomdr_eval(hidden, cfg.geomdr)
     layer: dict[str, Tensor] = {"weight_norm": _layer_weight_norm(model)}
+    member.update(_progress(model, train_stats, attn, layer))
     freqs: dict[str, Tensor] = {}
     if cfg.geometry.enabled:
-        layer.update(_geometry(hidden, geo_idx, cfg.geometry))
+        layer.update(_geometry(hidden, geo_idx[0], cfg.geometry))
         # The last hidden representation's, beside the losses (all layers are in geometry/).
         member["deff"], member["rho"] = layer["deff"][:, -1], layer["rho"][:, -1]
+        if test_hidden and geo_idx[1].shape[1] >= 2:  # a covariance needs two points
+            layer["deff_test"] = _deff(test_hidden, geo_idx[1])
+            member["deff_test"] = layer["deff_test"][:, -1]
         if cfg.task.spec.cyclic:  # Fourier measures need token index = element of Z_p
             top = cfg.geometry.fourier_top
             for name, w in (("fourier", model.token_embedding),
@@ -108,7 +119,10 @@ def to_host(measures: Measures) -> Measures:
             width = t[0].numel()
             values = flat[:, col : col + width]
             col += width
-            host[name] = values[:, 0].tolist() if t.dim() == 1 else values.tolist()
+            if t.dim() == 1:
+                host[name] = values[:, 0].tolist()
+            else:  # per member: (L,) for a layer column, (L, H) for a per-head list column
+                host[name] = values.reshape(e, *t.shape[1:]).tolist()
         out.append(host)
     return Measures(*out)
 
@@ -139,18 +153,42 @@ def rows(
 # ---- the measurements ---------------------------------------------------------------------
 
 
+@dataclass
+class _SplitStats:
+    """One split's forward pass: the logits (E, N, C), the float32 loss of each example
+    (optim.loss; (E, N)), its mean and the accuracy (argmax), (E,) each."""
+
+    logits: Tensor
+    per_example: Tensor
+    loss: Tensor
+    acc: Tensor
+
+
 def _split_stats(
-    model: Transformer | MLP, x: Tensor, y: Tensor, hidden: list[Tensor] | None, loss: LossName
-) -> tuple[Tensor, Tensor]:
-    """Mean loss (optim.loss) and accuracy (argmax) of each member on (x, y): two (E,)."""
-    logits = model(x, hidden=hidden)
+    model: Transformer | MLP, x: Tensor, y: Tensor, hidden: list[Tensor] | None, loss: LossName,
+    attn: list[Tensor] | None = None,
+) -> _SplitStats:
+    """The forward pass of each member on (x, y), collecting `hidden` and (Transformer)
+    `attn` when they are lists."""
+    logits = model(x, hidden=hidden) if attn is None else model(x, hidden=hidden, attn=attn)
     acc = (logits.argmax(-1) == y).float().mean(1)
-    return per_example_loss(logits, y, loss).mean(1), acc
+    per = per_example_loss(logits.float(), y, loss)
+    return _SplitStats(logits, per, per.mean(1), acc)
 
 
-def _weight_norm(params: Any) -> Tensor:
-    """L2 norm of each member's parameters, all taken together: (E,)."""
-    return torch.stack([p.pow(2).flatten(1).sum(1) for p in params]).sum(0).sqrt()
+def _progress(
+    model: Transformer | MLP, train: _SplitStats, attn: list[Tensor] | None,
+    layer: dict[str, Tensor],
+) -> dict[str, Tensor]:
+    """The progress measures (sweepgrok.progress) on the training split: the metrics/ ones
+    returned, the per-layer ones added to `layer`."""
+    member = progress.group_weight_norms(model)
+    member["logit_norm"] = progress.logit_norm(train.logits)
+    member["collapse_share"] = progress.collapse_share(train.per_example)
+    layer.update(progress.layer_group_weight_norms(model))
+    if attn:
+        layer["attn_entropy"] = progress.attention_entropy(attn)
+    return member
 
 
 def _layer_weight_norm(model: Transformer | MLP) -> Tensor:
@@ -161,7 +199,7 @@ def _layer_weight_norm(model: Transformer | MLP) -> Tensor:
         layers = [list(block.parameters()) for block in model.blocks]
     else:
         layers = [[w, b] for w, b in zip(model.weights, model.biases, strict=True)]
-    return torch.stack([_weight_norm(params) for params in layers], 1)
+    return torch.stack([progress.weight_norm(params) for params in layers], 1)
 
 
 def _geomdr_eval(hidden: list[Tensor], cfg: GeomDRConfig) -> Tensor:
@@ -170,6 +208,17 @@ def _geomdr_eval(hidden: list[Tensor], cfg: GeomDRConfig) -> Tensor:
     if not cfg.enabled:
         return torch.full_like(hidden[0][:, 0, 0], math.nan)
     return torch.where(member_finite(hidden[-1]), geomdr_loss(hidden, cfg), math.nan)
+
+
+def _deff(hidden: list[Tensor], idx: Tensor) -> Tensor:
+    """Per layer, D_eff of the rows `idx` (E, G): (E, L); NaN for a member whose
+    representation is not finite."""
+    out = []
+    for h in hidden:
+        z = take(h, idx)
+        deff = geo.participation_ratio(geo.covariance_spectrum(finite(z).double())).to(h.dtype)
+        out.append(torch.where(member_finite(z), deff, math.nan))
+    return torch.stack(out, 1)
 
 
 def _geometry(hidden: list[Tensor], geo_idx: Tensor, cfg: GeometryConfig) -> dict[str, Tensor]:

@@ -153,13 +153,16 @@ class Block(nn.Module):
 
     # ---- plain path: the stream of every example ---------------------------------------
 
-    def attention(self, h: Tensor, last_only: bool) -> Tensor:
-        """h (E, N, S, d) -> attention output (E, N, S', d), S' = 1 if last_only else S."""
+    def attention(self, h: Tensor, last_only: bool, attn: list[Tensor] | None = None) -> Tensor:
+        """h (E, N, S, d) -> attention output (E, N, S', d), S' = 1 if last_only else S.
+        `attn` (a list) receives the readout query's weights over the S keys, (E, N, H, S)."""
         e, n, s, d = h.shape
         nh, dh = self.n_heads, d // self.n_heads
         v = bmm(h, self.w_v).view(e, n, s, nh, dh)
         if self.uniform:
             # Scores forced to 0: softmax gives weight 1/S to every position.
+            if attn is not None:
+                attn.append(h.new_full((e, n, nh, s), 1.0 / s))
             z = v.mean(dim=2, keepdim=True)
             if not last_only:
                 z = z.expand(e, n, s, nh, dh)
@@ -168,13 +171,19 @@ class Block(nn.Module):
             q = bmm(hq, self.w_q).view(e, n, hq.shape[2], nh, dh)
             k = bmm(h, self.w_k).view(e, n, s, nh, dh)
             scores = torch.einsum("enqhc,enkhc->enhqk", q, k) / math.sqrt(dh)
-            z = torch.einsum("enhqk,enkhc->enqhc", scores.softmax(-1), v)
+            weights = scores.softmax(-1)  # (E, N, H, S', S)
+            if attn is not None:
+                attn.append(weights[:, :, :, -1])
+            z = torch.einsum("enhqk,enkhc->enqhc", weights, v)
         return bmm(z.reshape(e, n, z.shape[2], d), self.w_o)
 
-    def forward(self, h: Tensor, last_only: bool = False) -> Tensor:
+    def forward(
+        self, h: Tensor, last_only: bool = False, attn: list[Tensor] | None = None
+    ) -> Tensor:
         """(E, N, S, d) -> (E, N, S', d). last_only: only the readout position continues
-        (exact: the readout depends on other positions only through keys and values)."""
-        a = self.attention(h, last_only)
+        (exact: the readout depends on other positions only through keys and values).
+        `attn`: see ``attention``."""
+        a = self.attention(h, last_only, attn)
         return self.mlp((h[:, :, -1:] if last_only else h), a)
 
     def mlp(self, h: Tensor, a: Tensor) -> Tensor:
@@ -185,17 +194,22 @@ class Block(nn.Module):
 
     # ---- fast path: the first block from per-(position, token) tables -------------------
 
-    def forward_table(self, table: Tensor, idx: Tensor, last_only: bool) -> Tensor:
+    def forward_table(
+        self, table: Tensor, idx: Tensor, last_only: bool, attn: list[Tensor] | None = None
+    ) -> Tensor:
         """First block without per-example Q/K/V GEMMs.
 
         table (E, R, d): the embedded, normed stream of every (position, token) row;
         idx (E, N, S): each example's row per position (s * V + token).
-        -> (E, N, S', d), the same as ``forward(table[idx], last_only)``."""
+        -> (E, N, S', d), the same as ``forward(table[idx], last_only, attn)``."""
         q_idx = idx[:, :, -1:] if last_only else idx  # (E, N, S') rows of the queries
         h = gather_rows(table, q_idx)  # (E, N, S', d) residual stream
         # Queried rows: those of the last position only (the rows are position-major).
         q_lo = (idx.shape[2] - 1) * table.shape[1] // idx.shape[2] if last_only else 0
         if self.uniform:
+            if attn is not None:
+                e, n, s = idx.shape
+                attn.append(table.new_full((e, n, self.n_heads, s), 1.0 / s))
             # Every query averages V @ W_O over the 3 positions: fold W_O into the table.
             # The 1/S weight goes into the (R, d) table, not onto the (N, d) sum.
             vo = bmm(bmm(table, self.w_v), self.w_o) / idx.shape[2]  # (E, R, d)
@@ -206,10 +220,12 @@ class Block(nn.Module):
             if not last_only:
                 a = a.expand_as(h)
         else:
-            a = self._attention_table(table, idx, q_idx, q_lo)
+            a = self._attention_table(table, idx, q_idx, q_lo, attn)
         return self.mlp(h, a)
 
-    def _attention_table(self, table: Tensor, idx: Tensor, q_idx: Tensor, q_lo: int) -> Tensor:
+    def _attention_table(
+        self, table: Tensor, idx: Tensor, q_idx: Tensor, q_lo: int, attn: list[Tensor] | None
+    ) -> Tensor:
         """Softmax attention from tables: the scores of every (query row, key row) pair are
         one (E, R_q, R, H) table (R_q = V rows of the `=` position when only the readout is
         queried: R_q R d = 5M MACs at Z_113 against N (d^2 + 3 d^2) = 250M for per-example
@@ -223,6 +239,8 @@ class Block(nn.Module):
         pair = (q_idx - q_lo).unsqueeze(-1) * r + idx.unsqueeze(2)  # (E, N, S', S)
         scores = scores.reshape(e, (r - q_lo) * r, nh)
         w = gather_rows(scores, pair).softmax(3)  # (E, N, S', S, H)
+        if attn is not None:
+            attn.append(w[:, :, -1].transpose(2, 3))  # the readout query's, (E, N, H, S)
         v = gather_rows(bmm(table, self.w_v), idx).view(e, n, s, nh, dh)  # (E, N, S, H, dh)
         # Weighted sum over the S = 3 keys as a broadcast product: einsum would route it to
         # N * H bmm calls of (S' x 3) @ (3 x dh).
@@ -264,11 +282,14 @@ class Transformer(nn.Module):
         return self.w_e[:, : self.n_tokens]
 
     def forward(
-        self, x: Tensor, *, hidden: list[Tensor] | None = None, fast: bool = True
+        self, x: Tensor, *, hidden: list[Tensor] | None = None, fast: bool = True,
+        attn: list[Tensor] | None = None,
     ) -> Tensor:
         """x (E, N, 3) int64 -> logits (E, N, C). If `hidden` is a list, the residual stream
-        at the readout position after each block, (E, N, d), is appended to it.
-        fast=False runs every position through every block (the plain reference)."""
+        at the readout position after each block, (E, N, d), is appended to it; if `attn` is
+        one, each block's attention weights of the readout position over the 3 positions,
+        (E, N, H, 3). fast=False runs every position through every block (the plain
+        reference)."""
         e = x.shape[0]
         last = len(self.blocks) - 1
         if fast:
@@ -278,15 +299,15 @@ class Transformer(nn.Module):
             table = table.reshape(e, -1, table.shape[-1])
             pos = torch.arange(0, N_POS * vocab, vocab, device=x.device)
             first = cast(Block, self.blocks[0])
-            h = first.forward_table(table, x + pos, last_only=last == 0)
+            h = first.forward_table(table, x + pos, last_only=last == 0, attn=attn)
         else:
             rows = torch.arange(e, device=x.device).view(e, 1, 1)
             h = self.norm_embed(self.w_e[rows, x] + self.w_pos.unsqueeze(1))  # (E, N, 3, d)
-            h = self.blocks[0](h)
+            h = self.blocks[0](h, attn=attn)
         if hidden is not None:
             hidden.append(h[:, :, -1])
         for i in range(1, last + 1):
-            h = self.blocks[i](h, last_only=fast and i == last)
+            h = self.blocks[i](h, last_only=fast and i == last, attn=attn)
             if hidden is not None:
                 hidden.append(h[:, :, -1])
         return self.unembed(h[:, :, -1])

@@ -444,6 +444,56 @@ def deff_curves(
     return _save(fig, path)
 
 
+_PROGRESS_PANELS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("weight norm (L2)", (("weight_norm", "-"), ("weight_norm_embed", "--"),
+                          ("weight_norm_unembed", ":"))),
+    ("logit norm (train)", (("logit_norm", "-"),)),
+    ("softmax-collapse share (train)", (("collapse_share", "-"),)),
+    ("D_eff, test split", (("deff_test", "-"),)),
+)
+"""Panels of progress_curves: y label, then (metrics/ column, line style) drawn in it."""
+_PROGRESS_PANEL_SIZE = (3.6, 2.0)
+"""Plot area (inches) of each progress_curves panel."""
+
+
+def progress_curves(
+    metrics: pd.DataFrame, summary: pd.DataFrame, by: Sequence[str], path: Path
+) -> Path:
+    """The progress measures over training, one panel each (weight norms: whole model solid,
+    token embedding dashed, unembedding dotted; logit norm and softmax-collapse share on the
+    training split; D_eff on the test split), one colour per group: median over its seeds,
+    band min-max; a run that stopped is held at its last value. A panel whose column was
+    never recorded (D_eff without geometry) says so."""
+    order = _label_order(summary, by)
+    colors = _palette(order)
+    shown, key_line = _shown_labels(summary, by)
+    fig, grid = _figure(10, 6, nrows=2, ncols=2, sharex=True, squeeze=False)
+    axes = list(grid.ravel())
+    fig.suptitle("Progress measures (median over seeds, band min-max)\n"
+                 "weight norm: whole model solid, embedding dashed, unembedding dotted")
+    for ax, (ylabel, columns) in zip(axes, _PROGRESS_PANELS, strict=True):
+        drawn = False
+        for column, ls in columns:
+            values = metrics.dropna(subset=[column]) if column in metrics else metrics.iloc[:0]
+            bands = _bands(_wide(values, column), summary, by) if len(values) else {}
+            for label in order:
+                if label in bands and len(bands[label]):
+                    name = shown[label] if ax is axes[0] and ls == "-" else None
+                    _draw_band(ax, bands[label], colors[label], name, ls=ls, lw=1.2)
+                    drawn = True
+        if not drawn:
+            ax.text(0.5, 0.5, "not recorded", ha="center", va="center", transform=ax.transAxes,
+                    color="0.4")
+        ax.set_ylabel(ylabel)
+        _log_steps(ax)
+    axes[2].set_ylim(-0.02, 1.02)  # a share
+    for ax in axes[2:]:
+        ax.set_xlabel("step (log)")
+    _legend_below(fig, axes[0], key_line)
+    _fit(fig, axes[0], *_PROGRESS_PANEL_SIZE)
+    return _save(fig, path)
+
+
 def _drawable(times: np.ndarray, censored: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Times with +inf (a diverged run whose budget is unknown) drawn at the longest finite
     time: the run is censored beyond every step shown, which is what the figure can say."""
@@ -494,13 +544,16 @@ def plot_all(
     threshold: float = 0.99,
     fmt: FigureFormat | str = FigureFormat.png,
 ) -> list[Path]:
-    """Every figure that applies (heatmap: two or more keys; D_eff: geometry recorded), as
-    `fmt` files (png, svg or pdf)."""
+    """Every figure that applies (heatmap: two or more keys; D_eff: geometry recorded;
+    progress measures: recorded, by a sweep written since they exist), as `fmt` files (png,
+    svg or pdf)."""
     out, ext = Path(out_dir), FigureFormat(fmt).value
     paths = [accuracy_curves(metrics, summary, by, out / f"accuracy.{ext}")]
     paths += plot_summary_figures(summary, by, out, threshold, fmt)
     if "deff" in metrics and metrics["deff"].notna().any():
         paths.append(deff_curves(metrics, summary, by, out / f"deff.{ext}", threshold))
+    if "logit_norm" in metrics and metrics["logit_norm"].notna().any():
+        paths.append(progress_curves(metrics, summary, by, out / f"progress.{ext}"))
     return paths
 
 

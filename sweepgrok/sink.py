@@ -61,6 +61,13 @@ METRICS_SCHEMA = pa.schema(
         ("fourier_unembed_frac", pa.float64()),
         ("fourier_unembed_above_chance", pa.float64()),
         ("fourier_unembed_freqs", pa.string()),
+        # progress measures (sweepgrok.progress)
+        ("weight_norm_embed", pa.float64()),
+        ("weight_norm_pos", pa.float64()),
+        ("weight_norm_unembed", pa.float64()),
+        ("logit_norm", pa.float64()),
+        ("collapse_share", pa.float64()),
+        ("deff_test", pa.float64()),
     ]
 )
 """metrics/: accuracies are fractions in [0, 1]; wall_time is seconds since the run started;
@@ -70,7 +77,12 @@ fourier_freqs those frequencies as comma-separated ints (Z_p tasks only, else nu
 fourier_unembed_* the same over the classes of the effective unembedding (the readout rows,
 unit-normalised for the cosine unembedding); *_above_chance = (frac - c) / (1 - c) with c =
 top / (p // 2), the share of `top` frequencies under an even spread: ~0 at random init, 1 for
-`top` pure frequencies (sweepgrok.geometry.above_chance)."""
+`top` pure frequencies (sweepgrok.geometry.above_chance). Progress measures:
+weight_norm_embed / _pos / _unembed, the L2 norms of the token embedding, the positional
+embedding (Transformer only, else null) and the unembedding; logit_norm, the mean L2 norm of
+the logits over the training split; collapse_share, the fraction of training examples whose
+float32 loss is exactly 0; deff_test, deff on the test split's fixed subsample (null when
+geometry.enabled is false)."""
 
 GEOMETRY_SCHEMA = pa.schema(
     [
@@ -81,11 +93,23 @@ GEOMETRY_SCHEMA = pa.schema(
         ("rho", pa.float64()),
         ("top_eig_frac", pa.float64()),
         ("weight_norm", pa.float64()),
+        ("deff_test", pa.float64()),
+        ("weight_norm_q", pa.float64()),
+        ("weight_norm_k", pa.float64()),
+        ("weight_norm_v", pa.float64()),
+        ("weight_norm_o", pa.float64()),
+        ("weight_norm_mlp_in", pa.float64()),
+        ("weight_norm_mlp_out", pa.float64()),
+        ("attn_entropy", pa.list_(pa.float64())),
     ]
 )
 """geometry/: per layer (layer i = Transformer block i or MLP hidden layer i): deff, rho and
-top_eig_frac = mu_1 / sum(mu) of the hidden representation after it (null when
-geometry.enabled is false); weight_norm, the L2 norm of its parameters (always)."""
+top_eig_frac = mu_1 / sum(mu) of the hidden representation after it on the training split,
+deff_test on the test split (null when geometry.enabled is false); weight_norm, the L2 norm
+of its parameters (always); Transformer only (else null): weight_norm_q/_k/_v/_o of W_Q, W_K,
+W_V, W_O, weight_norm_mlp_in/_out of (W_in, b_in) and (W_out, b_out), and attn_entropy, one
+value per head (head h at index h): the entropy in nats of the readout position's attention
+over the 3 positions, mean over the training split."""
 
 RUN_FIELDS: list[tuple[str, pa.DataType]] = [
     ("run_id", pa.string()),

@@ -53,8 +53,12 @@ STOPPED_STATUSES = ("diverged", "failed")
 """Runs that stopped and can never grok: censored at their budget, never where they stopped."""
 SMALL_GROUP = 5
 """Below this many runs a percentile bootstrap interval is about the data's range (flagged)."""
-METRIC_COLUMNS = ("step", "train_acc", "test_acc", "deff")
-"""The metrics/ columns the statistics read (Parquet projection keeps reads fast)."""
+PROGRESS_COLUMNS = ("weight_norm", "weight_norm_embed", "weight_norm_unembed", "logit_norm",
+                    "collapse_share", "deff_test")
+"""The progress measures of metrics/ that the figures show (plots.progress_curves)."""
+METRIC_COLUMNS = ("step", "train_acc", "test_acc", "deff", *PROGRESS_COLUMNS)
+"""The metrics/ columns the statistics and figures read (Parquet projection keeps reads
+fast)."""
 
 
 class AnalysisError(ValueError):

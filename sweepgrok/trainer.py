@@ -42,7 +42,7 @@ CHECKPOINT_FILE = "trainer.pt"
 CHECKPOINT_VERSION = 1
 """Layout of trainer.pt (Trainer.save_checkpoint); load_checkpoint refuses any other."""
 # Distinct streams per member so minibatch order and GeomDR subsets never share draws.
-_BATCH_STREAM, _GEOMDR_STREAM, _GEOMETRY_STREAM = 1, 2, 3
+_BATCH_STREAM, _GEOMDR_STREAM, _GEOMETRY_STREAM, _GEOMETRY_TEST_STREAM = 1, 2, 3, 4
 
 
 class CheckpointError(ValueError):
@@ -143,15 +143,21 @@ class Trainer:
         self.train_y = torch.stack([s.train_y for s in splits]).to(dev)  # (E, N)
         self.test_x = torch.stack([s.test_x for s in splits]).to(dev)
         self.test_y = torch.stack([s.test_y for s in splits]).to(dev)
-        n, g = self.train_x.shape[1], self.cfg.geometry.sample
-        # Fixed, seeded subsample of training points on which geometry is measured.
-        self.geo_idx = torch.stack(
+        # Fixed, seeded subsamples of the training and the test points on which geometry is
+        # measured (test: D_eff only), by the same rule.
+        self.geo_idx = self._geometry_sample(self.train_x.shape[1], _GEOMETRY_STREAM)
+        self.geo_test_idx = self._geometry_sample(self.test_x.shape[1], _GEOMETRY_TEST_STREAM)
+
+    def _geometry_sample(self, n: int, stream: int) -> Tensor:
+        """(E, min(geometry.sample, n)): each member's first rows of a seeded permutation."""
+        g = self.cfg.geometry.sample
+        return torch.stack(
             [
                 torch.randperm(n, generator=torch.Generator().manual_seed(
-                    _stream_seed(s, _GEOMETRY_STREAM)))[: min(g, n)]
+                    _stream_seed(s, stream)))[: min(g, n)]
                 for s in self.seeds
             ]
-        ).to(dev)
+        ).to(self.device)
 
     def _optimizer(self) -> torch.optim.Optimizer:
         o = self.cfg.optim
@@ -207,7 +213,8 @@ class Trainer:
     def _evaluate(self, step: int, lam: float) -> tuple[list[dict], list[dict]]:
         """metrics/ and geometry/ rows of the active members at this step."""
         measures = evaluation.measure(self.model, self.cfg, (self.train_x, self.train_y),
-                                      (self.test_x, self.test_y), self.geo_idx)
+                                      (self.test_x, self.test_y),
+                                      (self.geo_idx, self.geo_test_idx))
         host = evaluation.to_host(measures)  # the one host sync of this evaluation
         common = {"wall_time": self.elapsed + time.perf_counter() - self._t0,
                   "lr": self.opt.param_groups[0]["lr"], "geomdr_lambda": lam}
@@ -241,7 +248,7 @@ class Trainer:
             for k, v in self.opt.state.get(p, {}).items():
                 if torch.is_tensor(v) and v.dim() > 0 and v.shape[0] == len(self.active):
                     self.opt.state[p][k] = v.index_select(0, idx)
-        for name in ("train_x", "train_y", "test_x", "test_y", "geo_idx"):
+        for name in ("train_x", "train_y", "test_x", "test_y", "geo_idx", "geo_test_idx"):
             setattr(self, name, getattr(self, name).index_select(0, idx))
         self.grad_filter.select(idx)
         self.gens = [self.gens[s] for s in keep_slots]

@@ -115,5 +115,5 @@ def test_run_finds_every_benchmark_and_its_quick_arguments():
     names = discover()
     assert names[:3] == ["bench_trainer", "bench_seeds", "bench_ray"]
     assert set(names) == {"bench_trainer", "bench_seeds", "bench_ray", "bench_geomdr",
-                          "bench_analysis"}
+                          "bench_analysis", "bench_progress"}
     assert quick_argv("bench_seeds") == ["--quick"]

@@ -44,6 +44,8 @@ def write_sweep(
                         "train_acc": 1.0,
                         "test_acc": acc,
                         "deff": 20.0 - k,
+                        "logit_norm": 1.0 + k,
+                        "collapse_share": k / 10,
                     }
                     for k, acc in enumerate(curve)
                 ]
@@ -117,7 +119,7 @@ def test_out_file_and_plots(sweep: Path, tmp_path: Path) -> None:
     assert code == 0, out
     assert pd.read_csv(target)["n"].tolist() == [3, 3]
     names = {p.name for p in figs.glob("*.png")}
-    assert {"accuracy.png", "grok_times.png", "survival.png", "deff.png"} <= names
+    assert {"accuracy.png", "grok_times.png", "survival.png", "deff.png", "progress.png"} <= names
 
 
 def test_plots_as_vectors(sweep: Path, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import torch
 from sweepgrok import evaluation
 from sweepgrok.config import from_flat
 from sweepgrok.models import build_model
+from sweepgrok.progress import LAYER_GROUPS
 from sweepgrok.sink import GEOMETRY_SCHEMA, ListSink
 from sweepgrok.trainer import Trainer, train
 
@@ -28,7 +29,8 @@ MLP_LAYER = 8 * 8 + 8
 
 def _measure(trainer: Trainer) -> evaluation.Measures:
     return evaluation.measure(trainer.model, trainer.cfg, (trainer.train_x, trainer.train_y),
-                              (trainer.test_x, trainer.test_y), trainer.geo_idx)
+                              (trainer.test_x, trainer.test_y),
+                              (trainer.geo_idx, trainer.geo_test_idx))
 
 
 @pytest.mark.parametrize(("extra", "count", "prefixes"), [
@@ -56,7 +58,8 @@ def test_layer_weight_norm_rows_without_geometry():
     assert {(g["step"], g["layer"]) for g in sink.geometry} == {
         (s, layer) for s in (0, 5, 10) for layer in (0, 1)}
     for g in sink.geometry:
-        assert set(g) == {"run_id", "step", "layer", "weight_norm"}  # no deff: geometry is off
+        # No deff, rho, top_eig_frac or deff_test: geometry is off.
+        assert set(g) == {"run_id", "step", "layer", "weight_norm", *LAYER_GROUPS, "attn_entropy"}
         assert set(g) <= set(GEOMETRY_SCHEMA.names)
     # At step 0 the parameters are the init: sum the squares of each block's entries.
     model = build_model(cfg)

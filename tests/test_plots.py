@@ -25,7 +25,8 @@ def write_run(
     fit_over: int,
 ) -> None:
     """One run's curves (train accuracy rising over `fit_over` steps, test accuracy and D_eff
-    jumping at `grok`) up to its last step, then its row."""
+    jumping at `grok`; weight norms shrinking, logits and the collapsed share growing) up to
+    its last step, then its row."""
     rows = [
         {
             "run_id": run_id,
@@ -33,6 +34,10 @@ def write_run(
             "train_acc": min(1.0, 0.2 + s / fit_over),
             "test_acc": 1.0 if grok is not None and s >= grok else 0.05,
             "deff": 30.0 - 20.0 * (grok is not None and s >= grok - 200),
+            "deff_test": 40.0 - 25.0 * (grok is not None and s >= grok),
+            "weight_norm": 60.0 - s / 50, "weight_norm_embed": 40.0 - s / 80,
+            "weight_norm_unembed": 20.0 - s / 200,
+            "logit_norm": 5.0 + s / 20, "collapse_share": min(1.0, s / (4 * fit_over)),
         }
         for s in range(0, last + 1, EVAL)
     ]
@@ -80,7 +85,8 @@ def test_plot_all_writes_every_figure(sweep: tuple[pd.DataFrame, pd.DataFrame], 
     assert by == ["model.norm", "geomdr.target_dim"]
     paths = plots.plot_all(metrics, summary, by, tmp_path / "figs")
     names = [p.name for p in paths]
-    assert names == ["accuracy.png", "grok_times.png", "survival.png", "heatmap.png", "deff.png"]
+    assert names == ["accuracy.png", "grok_times.png", "survival.png", "heatmap.png", "deff.png",
+                     "progress.png"]
     for p in paths:
         assert_png(p)
     assert plt.get_fignums() == []  # every figure closed: no leak over a long report
@@ -93,10 +99,11 @@ def test_one_key_has_no_heatmap_and_no_geometry_no_deff(
     names = {
         p.name
         for p in plots.plot_all(
-            metrics.assign(deff=float("nan")), summary, ["model.norm"], tmp_path
+            metrics.assign(deff=float("nan"), logit_norm=float("nan")), summary, ["model.norm"],
+            tmp_path,
         )
     }
-    assert names == {"accuracy.png", "grok_times.png", "survival.png"}
+    assert names == {"accuracy.png", "grok_times.png", "survival.png"}  # nor progress measures
 
 
 def test_many_groups_use_panels(
@@ -107,6 +114,28 @@ def test_many_groups_use_panels(
     by = ["model.norm", "geomdr.target_dim"]
     assert_png(plots.accuracy_curves(metrics, summary, by, tmp_path / "acc.png"))
     assert_png(plots.deff_curves(metrics, summary, by, tmp_path / "deff.png"))
+
+
+def test_progress_figure_says_what_was_not_recorded(
+    sweep: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Geometry off: no test-split D_eff. Its panel says so; the other three draw every group.
+    metrics, summary = sweep
+    seen: dict[str, list[Any]] = {}
+    save = plots._save
+
+    def inspect_then_save(fig: Figure, path: Path) -> Path:
+        seen["texts"] = [[t.get_text() for t in ax.texts] for ax in fig.axes]
+        seen["lines"] = [len(ax.lines) for ax in fig.axes]
+        return save(fig, path)
+
+    monkeypatch.setattr(plots, "_save", inspect_then_save)
+    by = ["model.norm", "geomdr.target_dim"]
+    path = plots.progress_curves(metrics.assign(deff_test=float("nan")), summary, by,
+                                 tmp_path / "progress.png")
+    assert_png(path)
+    assert seen["texts"] == [[], [], [], ["not recorded"]]
+    assert seen["lines"] == [3 * 4, 4, 4, 0]  # three weight norms, four groups
 
 
 def test_stopped_runs_are_held_at_their_last_value(sweep: tuple[pd.DataFrame, pd.DataFrame]):
@@ -212,7 +241,8 @@ def test_long_labels_neither_squeeze_the_plot_nor_fall_off_the_figure(
 
     monkeypatch.setattr(plots, "_save", measure_then_save)
     plots.plot_all(metrics, summary, by, tmp_path / "figs")
-    assert sorted(measured) == ["accuracy", "deff", "grok_times", "heatmap", "survival"]
+    assert sorted(measured) == ["accuracy", "deff", "grok_times", "heatmap", "progress",
+                                "survival"]
     for name, got in measured.items():
         assert got["width"] >= 0.5 and got["height"] >= 0.4, (name, got)
         assert got["outside"] == [] and got["all_inside"], (name, got)
