@@ -277,7 +277,8 @@ def test_vector_figures_are_vectors(
     metrics, summary = sweep
     by = ["model.norm", "geomdr.target_dim"]
     paths = plots.plot_all(metrics, summary, by, tmp_path, fmt=fmt)
-    assert [p.suffix for p in paths] == [f".{fmt}"] * 5
+    # accuracy, grok times, survival, heatmap, D_eff, progress
+    assert [p.suffix for p in paths] == [f".{fmt}"] * 6
     for p in paths:
         data = p.read_bytes()
         if fmt == "svg":  # text drawn as glyph outlines (svg.fonttype "path"), not <text>
