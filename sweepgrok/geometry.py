@@ -258,6 +258,35 @@ class _TailVariance(torch.autograd.Function):
         return scale[..., None, None] * (zc - inside), None
 
 
+class _TailOutsideBasis(torch.autograd.Function):
+    """``trace(C) - trace(Q^T C Q)`` of ``z`` (..., N, d) for a constant orthonormal basis Q
+    (..., d, d*), with the gradient written out: ``2/(N-1) (Z~ - (Z~ Q) Q^T)``.
+
+    Autograd would give the same through the centring, the square and the product; written out
+    it is one fused product-and-subtract and no centring backward (the gradient's columns sum
+    to 0 already, since Z~'s do), which keeps the warm solver's step near a plain one.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, z: Tensor, q: Tensor) -> Tensor:
+        n = z.shape[-2]
+        zc = z - z.mean(dim=-2, keepdim=True)
+        zq = zc @ q
+        ctx.save_for_backward(zc, zq, q)
+        total = torch.linalg.vector_norm(zc, dim=(-2, -1)).square()
+        return (total - zq.square().sum(dim=(-2, -1))) / (n - 1)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
+        zc, zq, q = ctx.saved_tensors
+        (n, d), k = zc.shape[-2:], q.shape[-1]
+        # zc - zq q^T in one batched GEMM (beta 1, alpha -1) over the flattened batch.
+        flat = zc.reshape(-1, n, d), zq.reshape(-1, n, k), q.reshape(-1, d, k).mT
+        outside = torch.baddbmm(*flat, alpha=-1.0).view_as(zc)
+        return outside * (grad * (2.0 / (n - 1)))[..., None, None], None
+
+
 def geomdr_penalty(
     z: Tensor, target_dim: int, kind: GeomDRPenalty = "tail", basis: Tensor | None = None
 ) -> Tensor:
@@ -323,11 +352,15 @@ def top_subspace(z: Tensor, target_dim: int, start: Tensor | None = None) -> Ten
     basis that is not finite (eigh failed, overflow) is replaced by the first d* coordinate
     axes, from which the iteration recovers: no host sync is needed to detect it.
     """
-    zc = _centred(z.detach())
+    z = z.detach()
     if start is None:
-        q = _robust_eigh(covariance(z.detach()))[1][..., -target_dim:]
+        q = _robust_eigh(covariance(z))[1][..., -target_dim:]
     else:
-        q = torch.linalg.qr(zc.mT @ (zc @ start)).Q
+        # C start = Z~^T (Z~ start) / (N-1) without centring the N x d Z: Z~ start is Z start
+        # centred over the rows (N x d* only), and Z~^T Y = Z^T Y for any row-centred Y. The
+        # 1 / (N-1) does not change the span.
+        zs = z @ start
+        q = torch.linalg.qr(z.mT @ (zs - zs.mean(dim=-2, keepdim=True))).Q
     axes = torch.eye(z.shape[-1], target_dim, dtype=z.dtype, device=z.device)
     return torch.where(torch.isfinite(q).flatten(-2).all(-1)[..., None, None], q, axes)
 
@@ -360,14 +393,14 @@ def _tail_variance(z: Tensor, target_dim: int, basis: Tensor | None = None) -> T
     n, d = z.shape[-2], z.shape[-1]
     if target_dim >= d or target_dim >= n - 1:
         return z.new_zeros(z.shape[:-2])
-    zc = _centred(z)
     if target_dim == 0:
-        return _total_variance(zc)
+        return _total_variance(_centred(z))
     if basis is not None:
         if basis.shape[-2:] != (d, target_dim):
             raise ValueError(f"basis must be (..., {d}, {target_dim}), got {tuple(basis.shape)}")
-        inside = (zc @ basis.detach()).square().sum(dim=(-2, -1)) / (n - 1)
-        return _total_variance(zc) - inside
+        given: Tensor = _TailOutsideBasis.apply(z, basis.detach().expand(*z.shape[:-2], d, -1))
+        return given
+    zc = _centred(z)
     if not (torch.is_grad_enabled() and z.requires_grad):
         # Value only (evaluation): eigenvalues without eigenvectors, about half the eigh cost.
         top = _robust_eigvalsh(_small_gram(zc))[..., -target_dim:]
