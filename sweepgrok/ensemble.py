@@ -60,9 +60,9 @@ class WarmSubspaces:
     def load_state(self, state: Any) -> None:
         """Restore `state()`; ValueError if it is not one."""
         bases = state.get("bases") if isinstance(state, dict) else None
-        ok = isinstance(bases, dict) and all(
-            isinstance(k, int) and torch.is_tensor(v) and v.dim() == 3 for k, v in bases.items())
-        if not ok:
+        if not (isinstance(bases, dict) and all(
+                isinstance(k, int) and torch.is_tensor(v) and v.dim() == 3
+                for k, v in bases.items())):
             raise ValueError("not a GeomDR subspace state")
         self.bases = dict(bases)
 
@@ -90,7 +90,8 @@ def geomdr_loss(
     for i in layers:
         h = hidden[i] if idx is None else take(hidden[i], idx)
         basis = None
-        if warm is not None and geo.uses_subspace(*h.shape[-2:], cfg.target_dim, cfg.penalty):
+        rows, width = h.shape[-2], h.shape[-1]
+        if warm is not None and geo.uses_subspace(rows, width, cfg.target_dim, cfg.penalty):
             # No finite() here: it costs a step ~10% at subsample 1.0, and the warm solver has
             # no eigh to raise on a diverged member's NaN: that member gets a NaN penalty (its
             # loss is NaN already) and a fresh basis (top_subspace), the others are untouched.
