@@ -6,9 +6,12 @@ One full-batch AdamW step (forward, backward, update) of a paper-2-shaped MLP: e
 and b (d_model each) concatenated, ``n_layers`` ReLU hidden layers of width d_mlp, linear
 readout; addition mod 97 with train fraction 0.3 (2,823 examples). The GeomDR variants add
 ``lambda * sum_l geomdr_penalty(h_l[subset], d*)`` over every hidden layer, with a fresh seeded
-subset per step, as the trainer does. Variants are timed interleaved (round-robin, several
-rounds, median per step) so that load from other processes on a shared machine hits them all
-alike; only ratios are printed as results (absolute times vary with the machine).
+subset per step, as the trainer does; with the exact eigh (geomdr.solver eigh, the default) or
+the warm-started subspace iteration (geomdr.solver subspace: one step per training step from
+the last step's basis, ``geometry.top_subspace``). Variants are timed interleaved
+(round-robin, several rounds, median per step) so that load from other processes on a shared
+machine hits them all alike; only ratios are printed as results (absolute times vary with the
+machine), of wall clock and of process CPU time (the steadier of the two on a busy machine).
 
 Two sources, both by default (``--source local|trainer|both``):
 
@@ -32,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sweepgrok.geometry import geomdr_penalty, subsample_indices
+from sweepgrok.geometry import geomdr_penalty, subsample_indices, top_subspace
 
 
 class BatchedMLP(nn.Module):
@@ -72,12 +75,14 @@ def addition_split(p: int, fraction: float, seed: int) -> tuple[Tensor, Tensor]:
 
 @dataclass(frozen=True)
 class Variant:
-    """One way of taking a step: plain, or GeomDR at a subsample fraction and eigen dtype."""
+    """One way of taking a step: plain, or GeomDR at a subsample fraction, eigen dtype and
+    solver (eigh, or subspace: warm-started from the last step's bases)."""
 
     name: str
     geomdr: bool = False
     subsample: float = 1.0
     dtype: torch.dtype = torch.float32
+    solver: str = "eigh"
 
 
 def make_step(v: Variant, args: argparse.Namespace, x: Tensor, y: Tensor) -> Callable[[], None]:
@@ -87,6 +92,7 @@ def make_step(v: Variant, args: argparse.Namespace, x: Tensor, y: Tensor) -> Cal
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1.0, foreach=True)
     gen = torch.Generator().manual_seed(1)
     e, n = x.shape[:2]
+    bases: dict[int, Tensor] = {}  # subspace solver: each layer's basis from the last step
 
     def step() -> None:
         hidden: list[Tensor] | None = [] if v.geomdr else None
@@ -95,9 +101,12 @@ def make_step(v: Variant, args: argparse.Namespace, x: Tensor, y: Tensor) -> Cal
         if hidden:
             idx = subsample_indices(n, v.subsample, gen, x.device)
             penalty = logits.new_zeros(e)
-            for h in hidden:
-                z = h if idx is None else h[:, idx]
-                penalty = penalty + geomdr_penalty(z.to(v.dtype), args.target_dim).to(h.dtype)
+            for i, h in enumerate(hidden):
+                z = (h if idx is None else h[:, idx]).to(v.dtype)
+                basis = None
+                if v.solver == "subspace":
+                    basis = bases[i] = top_subspace(z, args.target_dim, bases.get(i))
+                penalty = penalty + geomdr_penalty(z, args.target_dim, "tail", basis).to(h.dtype)
             loss = loss + 0.1 * penalty.sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -106,12 +115,12 @@ def make_step(v: Variant, args: argparse.Namespace, x: Tensor, y: Tensor) -> Cal
     return step
 
 
-def time_steps(step: Callable[[], None], k: int) -> float:
-    """Seconds per step over k steps."""
-    t0 = time.perf_counter()
+def time_steps(step: Callable[[], None], k: int) -> tuple[float, float]:
+    """Wall-clock and process CPU seconds per step over k steps."""
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(k):
         step()
-    return (time.perf_counter() - t0) / k
+    return (time.perf_counter() - t0) / k, (time.process_time() - c0) / k
 
 
 def trainer_steps(args: argparse.Namespace) -> dict[str, Callable[[], None]]:
@@ -120,9 +129,10 @@ def trainer_steps(args: argparse.Namespace) -> dict[str, Callable[[], None]]:
     from sweepgrok.process import configure_process
     from sweepgrok.trainer import Trainer
 
-    def trainer(subsample: float) -> Trainer:
+    def trainer(subsample: float, solver: str = "eigh") -> Trainer:
         sets = [
             f"geomdr.subsample={subsample}",
+            f"geomdr.solver={solver}",
             f"geomdr.target_dim={args.target_dim}",
             f"train.seeds={list(range(args.members))}",
             "train.device=cpu",
@@ -130,11 +140,14 @@ def trainer_steps(args: argparse.Namespace) -> dict[str, Callable[[], None]]:
         return Trainer(load_config("search_spaces/trial_geomdr_mlp97.yaml", sets))
 
     full, sub = trainer(1.0), trainer(0.1)
+    warm, warm_sub = trainer(1.0, "subspace"), trainer(0.1, "subspace")
     configure_process(full.cfg.train, default_threads=args.threads)  # as the entry points do
     return {
         "plain": lambda: full._train_step(0.0),
         "geomdr sub 1.0": lambda: full._train_step(0.1),
+        "geomdr sub 1.0 warm": lambda: warm._train_step(0.1),
         "geomdr sub 0.1": lambda: sub._train_step(0.1),
+        "geomdr sub 0.1 warm": lambda: warm_sub._train_step(0.1),
     }
 
 
@@ -146,29 +159,39 @@ def local_steps(args: argparse.Namespace) -> dict[str, Callable[[], None]]:
     variants = [
         Variant("plain"),
         Variant("geomdr sub 1.0", True, 1.0),
+        Variant("geomdr sub 1.0 warm", True, 1.0, solver="subspace"),
         Variant("geomdr sub 0.1", True, 0.1),
+        Variant("geomdr sub 0.1 warm", True, 0.1, solver="subspace"),
         Variant("geomdr sub 1.0 f64", True, 1.0, torch.float64),
         Variant("geomdr sub 0.1 f64", True, 0.1, torch.float64),
     ]
     return {v.name: make_step(v, args, x, y) for v in variants}
 
 
-def measure(steps: dict[str, Callable[[], None]], rounds: int, k: int) -> dict[str, float]:
-    """Median seconds per step of each variant, timed round-robin after one warm-up step."""
-    for s in steps.values():  # warm-up: allocator, LAPACK workspaces
+Timing = tuple[float, float]
+"""Median (wall, CPU) seconds per step."""
+
+
+def measure(steps: dict[str, Callable[[], None]], rounds: int, k: int) -> dict[str, Timing]:
+    """Median wall and CPU seconds per step of each variant, timed round-robin after one
+    warm-up step (allocator, LAPACK workspaces, and the warm solver's first, exact, step)."""
+    for s in steps.values():
         s()
-    times: dict[str, list[float]] = {name: [] for name in steps}
+    times: dict[str, list[Timing]] = {name: [] for name in steps}
     for _ in range(rounds):
         for name, s in steps.items():
             times[name].append(time_steps(s, k))
-    return {name: statistics.median(ts) for name, ts in times.items()}
+    return {name: (statistics.median(t[0] for t in ts), statistics.median(t[1] for t in ts))
+            for name, ts in times.items()}
 
 
-def report(title: str, med: dict[str, float]) -> None:
+def report(title: str, med: dict[str, Timing]) -> None:
+    """Each variant's step as a ratio of the plain step (wall and CPU), and its wall ms."""
     print(title)
-    print(f"  {'variant':<22}{'ratio':>8}{'ms/step':>10}")
-    for name, t in med.items():
-        print(f"  {name:<22}{t / med['plain']:>8.2f}{1e3 * t:>10.1f}")
+    print(f"  {'variant':<22}{'ratio':>8}{'ratio CPU':>11}{'ms/step':>10}")
+    wall0, cpu0 = med["plain"]
+    for name, (wall, cpu) in med.items():
+        print(f"  {name:<22}{wall / wall0:>8.2f}{cpu / cpu0:>11.2f}{1e3 * wall:>10.1f}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -27,6 +27,7 @@ Attention = Literal["softmax", "uniform"]
 Unembed = Literal["auto", "linear", "cosine"]
 Device = Literal["auto", "cpu", "cuda"]
 GeomDRPenalty = Literal["tail", "tail_fraction", "trace"]
+GeomDRSolver = Literal["eigh", "subspace"]
 LossName = Literal["cross_entropy", "stablemax"]
 GrokfastKind = Literal["none", "ema", "ma"]
 
@@ -217,6 +218,13 @@ class GeomDRConfig(_Section):
     outside the top d*, unchanged when the activations are rescaled (dimension without scale);
     trace = sum_j mu_j, the total variance (a scale control: the same mechanism with no
     dimension target; d* is ignored)."""
+    solver: GeomDRSolver = "eigh"
+    """How a training step finds the top d* covariance directions of tail and tail_fraction:
+    eigh (exact: a full eigendecomposition every step); subspace (warm-started subspace
+    iteration: one product with the covariance from the last step's top d* basis per step, a
+    basis kept per member and layer and saved in checkpoints; exact eigh on the first penalized
+    step; the value is never below the exact tail, and the two agree once the basis has
+    settled, see docs/speed.md). Evaluations always use the exact eigenvalues."""
     start_step: int = Field(2000, ge=0, le=MAX_STEPS)
     """t_s: lambda is 0 before this step."""
     lambda_max: float = Field(0.1, ge=0.0)

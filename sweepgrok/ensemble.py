@@ -7,6 +7,7 @@ here mixes members or reads a value back to the host.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -34,14 +35,51 @@ def finite(z: Tensor) -> Tensor:
     return torch.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
 
 
+class WarmSubspaces:
+    """Each regularized layer's top-d* covariance basis from the last training step, per member
+    (geomdr.solver subspace): the start of the next step's subspace iteration."""
+
+    def __init__(self) -> None:
+        self.bases: dict[int, Tensor] = {}
+        """Layer index -> (E, d, d*) orthonormal bases; a layer enters at its first penalty."""
+
+    def refine(self, layer: int, z: Tensor, target_dim: int) -> Tensor:
+        """The basis of `layer` refined on this step's representations z (E, N, d), kept."""
+        basis = geo.top_subspace(z, target_dim, self.bases.get(layer))
+        self.bases[layer] = basis
+        return basis
+
+    def select(self, idx: Tensor) -> None:
+        """Keep the members `idx` (the trainer's compaction)."""
+        self.bases = {i: b.index_select(0, idx) for i, b in self.bases.items()}
+
+    def state(self) -> dict[str, Any]:
+        """Checkpoint state: plain ints and tensors (loadable with weights_only)."""
+        return {"bases": dict(self.bases)}
+
+    def load_state(self, state: Any) -> None:
+        """Restore `state()`; ValueError if it is not one."""
+        bases = state.get("bases") if isinstance(state, dict) else None
+        if not (isinstance(bases, dict) and all(
+                isinstance(k, int) and torch.is_tensor(v) and v.dim() == 3
+                for k, v in bases.items())):
+            raise ValueError("not a GeomDR subspace state")
+        self.bases = dict(bases)
+
+
 def geomdr_loss(
-    hidden: Sequence[Tensor], cfg: GeomDRConfig, gens: Sequence[torch.Generator] | None = None
+    hidden: Sequence[Tensor],
+    cfg: GeomDRConfig,
+    gens: Sequence[torch.Generator] | None = None,
+    warm: WarmSubspaces | None = None,
 ) -> Tensor:
     """GeomDR penalty of kind cfg.penalty, per layer, summed over cfg.layers (else all): (E,).
 
     hidden: each layer's representations (E, N, d). With `gens` (one per member, training) the
     covariance is estimated on a fresh subset of cfg.subsample of the rows drawn from the
-    member's generator; without (evaluation) on all rows."""
+    member's generator; without (evaluation) on all rows. With `warm`, the top-d* directions
+    come from its bases, refined one subspace-iteration step on this step's rows; without, from
+    eigh."""
     layers = cfg.layers if cfg.layers is not None else range(len(hidden))
     e, n = hidden[0].shape[:2]
     idx = None
@@ -51,5 +89,14 @@ def geomdr_loss(
     total = hidden[0].new_zeros(e)
     for i in layers:
         h = hidden[i] if idx is None else take(hidden[i], idx)
-        total = total + geo.geomdr_penalty(finite(h), cfg.target_dim, cfg.penalty)
+        basis = None
+        rows, width = h.shape[-2], h.shape[-1]
+        if warm is not None and geo.uses_subspace(rows, width, cfg.target_dim, cfg.penalty):
+            # No finite() here: it costs a step ~10% at subsample 1.0, and the warm solver has
+            # no eigh to raise on a diverged member's NaN: that member gets a NaN penalty (its
+            # loss is NaN already) and a fresh basis (top_subspace), the others are untouched.
+            basis = warm.refine(i, h, cfg.target_dim)
+        else:
+            h = finite(h)
+        total = total + geo.geomdr_penalty(h, cfg.target_dim, cfg.penalty, basis)
     return total

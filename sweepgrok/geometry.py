@@ -16,6 +16,8 @@ Definitions (docs/statistics.md, paper 2 "How to Tame Grokking"):
 - GeomDR loss per layer: ``sum_{j > d*} mu_j`` (variance outside the top d* directions);
   total ``L = L_task + lambda(t) * sum over regularized layers``. Two controls replace it on
   request (geomdr.penalty): its share of the total variance, and the total variance itself.
+- Top-d* subspace: exact (eigh) or refined from the last step's basis by one step of
+  subspace iteration (geomdr.solver); the caller keeps the basis (``ensemble.WarmSubspaces``).
 - Schedule: ``lambda(t) = 0`` before ``t_s``, then
   ``lambda_max * (1 - cos(pi * min(1, (t - t_s) / T_ramp))) / 2``.
 - Collapse onset: first evaluation where D_eff falls below a stated fraction of its running max.
@@ -45,6 +47,8 @@ __all__ = [
     "knn_distance",
     "participation_ratio",
     "subsample_indices",
+    "top_subspace",
+    "uses_subspace",
 ]
 
 
@@ -254,7 +258,38 @@ class _TailVariance(torch.autograd.Function):
         return scale[..., None, None] * (zc - inside), None
 
 
-def geomdr_penalty(z: Tensor, target_dim: int, kind: GeomDRPenalty = "tail") -> Tensor:
+class _TailOutsideBasis(torch.autograd.Function):
+    """``trace(C) - trace(Q^T C Q)`` of ``z`` (..., N, d) for a constant orthonormal basis Q
+    (..., d, d*), with the gradient written out: ``2/(N-1) (Z~ - (Z~ Q) Q^T)``.
+
+    Autograd would give the same through the centring, the square and the product; written out
+    it is one fused product-and-subtract and no centring backward (the gradient's columns sum
+    to 0 already, since Z~'s do), which keeps the warm solver's step near a plain one.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, z: Tensor, q: Tensor) -> Tensor:
+        n = z.shape[-2]
+        zc = z - z.mean(dim=-2, keepdim=True)
+        zq = zc @ q
+        ctx.save_for_backward(zc, zq, q)
+        total = torch.linalg.vector_norm(zc, dim=(-2, -1)).square()
+        return (total - zq.square().sum(dim=(-2, -1))) / (n - 1)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
+        zc, zq, q = ctx.saved_tensors
+        (n, d), k = zc.shape[-2:], q.shape[-1]
+        # zc - zq q^T in one batched GEMM (beta 1, alpha -1) over the flattened batch.
+        flat = zc.reshape(-1, n, d), zq.reshape(-1, n, k), q.reshape(-1, d, k).mT
+        outside = torch.baddbmm(*flat, alpha=-1.0).view_as(zc)
+        return outside * (grad * (2.0 / (n - 1)))[..., None, None], None
+
+
+def geomdr_penalty(
+    z: Tensor, target_dim: int, kind: GeomDRPenalty = "tail", basis: Tensor | None = None
+) -> Tensor:
     """GeomDR loss of one layer from the covariance eigenvalues mu_j of ``z`` (..., N, d).
 
     ``kind`` (config key geomdr.penalty) picks what is penalized:
@@ -265,6 +300,10 @@ def geomdr_penalty(z: Tensor, target_dim: int, kind: GeomDRPenalty = "tail") -> 
     - ``trace``: ``sum_j mu_j``, the total variance, computed as ``||Z~||_F^2 / (N-1)`` (the
       trace of C, which equals the eigenvalue sum; no eigensolver). d* is ignored: the scale
       control, the same penalty mechanism without a dimension target.
+
+    ``basis`` (..., d, d*), orthonormal columns (``top_subspace``), replaces the eigensolver of
+    tail and tail_fraction: the top-d* sum is taken as ``trace(Q^T C Q)``, Q held constant
+    (see ``_tail_variance``). Ignored where no eigenvalue is needed (``uses_subspace`` false).
 
     Returns (...,), differentiable in ``z`` (first order; no double backward). The eigensolver
     runs in z's dtype: cast z (``z.double()``) to get float64; the gradient flows back
@@ -278,7 +317,7 @@ def geomdr_penalty(z: Tensor, target_dim: int, kind: GeomDRPenalty = "tail") -> 
         return z.new_zeros(z.shape[:-2])
     if kind == "trace":
         return _total_variance(_centred(z))
-    tail = _tail_variance(z, target_dim)
+    tail = _tail_variance(z, target_dim, basis)
     if kind == "tail":
         return tail
     # tail_fraction. A constant representation (dead units) has total variance 0 and an empty
@@ -294,7 +333,39 @@ def _total_variance(zc: Tensor) -> Tensor:
     return zc.square().sum(dim=(-2, -1)) / (zc.shape[-2] - 1)
 
 
-def _tail_variance(z: Tensor, target_dim: int) -> Tensor:
+def uses_subspace(n: int, d: int, target_dim: int, kind: GeomDRPenalty) -> bool:
+    """Whether the penalty ``kind`` of N x d representations needs the top-d* eigenspace:
+    tail or tail_fraction with ``0 < d* < min(d, N - 1)`` (otherwise the tail is the whole
+    variance, or exactly empty)."""
+    return kind != "trace" and 0 < target_dim < min(d, n - 1)
+
+
+def top_subspace(z: Tensor, target_dim: int, start: Tensor | None = None) -> Tensor:
+    """An orthonormal basis (..., d, d*) of the top-d* eigenspace of the covariance C of ``z``
+    (..., N, d); no gradient.
+
+    ``start`` None: the exact eigenvectors (eigh of the d x d covariance). Otherwise one step of
+    subspace iteration from ``start`` (the last step's basis): ``Q = qr(C start)``, computed as
+    ``Z~^T (Z~ start)`` (2 N d d* multiply-adds; C, N d^2, is never formed). Each step shrinks
+    the part of the basis outside the top-d* eigenspace by ``mu_{d*+1} / mu_{d*}``; warm
+    started from the last training step, whose C differs a little, one step tracks it. A
+    basis that is not finite (eigh failed, overflow) is replaced by the first d* coordinate
+    axes, from which the iteration recovers: no host sync is needed to detect it.
+    """
+    z = z.detach()
+    if start is None:
+        q = _robust_eigh(covariance(z))[1][..., -target_dim:]
+    else:
+        # C start = Z~^T (Z~ start) / (N-1) without centring the N x d Z: Z~ start is Z start
+        # centred over the rows (N x d* only), and Z~^T Y = Z^T Y for any row-centred Y. The
+        # 1 / (N-1) does not change the span.
+        zs = z @ start
+        q = torch.linalg.qr(z.mT @ (zs - zs.mean(dim=-2, keepdim=True))).Q
+    axes = torch.eye(z.shape[-1], target_dim, dtype=z.dtype, device=z.device)
+    return torch.where(torch.isfinite(q).flatten(-2).all(-1)[..., None, None], q, axes)
+
+
+def _tail_variance(z: Tensor, target_dim: int, basis: Tensor | None = None) -> Tensor:
     """``sum_{j > d*} mu_j`` of the covariance of ``z`` (..., N, d) -> (...,).
 
     Computed as ``trace(C) - sum_{j <= d*} mu_j``, which equals the tail sum, because:
@@ -309,13 +380,27 @@ def _tail_variance(z: Tensor, target_dim: int) -> Tensor:
     0 (no gradient) when d* >= d or d* >= N - 1: the covariance has rank <= min(d, N - 1), so
     the tail is exactly empty. Rounding can make the value a few ulps below 0 when the tail is
     ~0; it is not clamped, so the gradient stays the true one.
+
+    With ``basis`` Q (..., d, d*) orthonormal, the top-d* sum is ``trace(Q^T C Q) =
+    ||Z~ Q||_F^2 / (N-1)`` with Q constant, and autograd gives ``2/(N-1) Z~ (I - Q Q^T)``,
+    thin products only. By Ky Fan's principle the top-d* sum is the maximum of
+    ``trace(Q^T C Q)`` over orthonormal Q, so the value is never below the exact tail; where
+    span Q is the top-d* eigenspace it is the maximizer, the derivative of the maximum is the
+    derivative at the maximizer with Q held fixed (Danskin), and ``Q Q^T = V V^T``: value and
+    gradient are those of eigh. An error of angle theta in the span costs O(theta^2) in the
+    value and O(theta) in the gradient.
     """
     n, d = z.shape[-2], z.shape[-1]
     if target_dim >= d or target_dim >= n - 1:
         return z.new_zeros(z.shape[:-2])
-    zc = _centred(z)
     if target_dim == 0:
-        return _total_variance(zc)
+        return _total_variance(_centred(z))
+    if basis is not None:
+        if basis.shape[-2:] != (d, target_dim):
+            raise ValueError(f"basis must be (..., {d}, {target_dim}), got {tuple(basis.shape)}")
+        given: Tensor = _TailOutsideBasis.apply(z, basis.detach().expand(*z.shape[:-2], d, -1))
+        return given
+    zc = _centred(z)
     if not (torch.is_grad_enabled() and z.requires_grad):
         # Value only (evaluation): eigenvalues without eigenvectors, about half the eigh cost.
         top = _robust_eigvalsh(_small_gram(zc))[..., -target_dim:]

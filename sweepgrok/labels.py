@@ -23,6 +23,7 @@ KEY_LABELS = {
     "geomdr.enabled": "GeomDR",
     "geomdr.target_dim": "d*",
     "geomdr.penalty": "GeomDR penalty",
+    "geomdr.solver": "GeomDR solver",
     "geomdr.start_step": "t_s",
     "geomdr.lambda_max": "lambda_max",
     "geomdr.ramp_steps": "T_ramp",

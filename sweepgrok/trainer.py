@@ -31,7 +31,7 @@ from sweepgrok import evaluation
 from sweepgrok import geometry as geo
 from sweepgrok.accelerators import GradFilter, per_example_loss, perpendicular_grad_
 from sweepgrok.config import Config, config_hash, update
-from sweepgrok.ensemble import geomdr_loss, take
+from sweepgrok.ensemble import WarmSubspaces, geomdr_loss, take
 from sweepgrok.events import RunTracker, end_status, run_row
 from sweepgrok.models import build_model, is_decayed
 from sweepgrok.provenance import provenance
@@ -118,6 +118,7 @@ class Trainer:
         self.model = build_model(cfg, self.seeds).to(self.device)
         self.opt = self._optimizer()
         self.grad_filter = GradFilter(cfg.grokfast)
+        self.warm = WarmSubspaces() if cfg.geomdr.solver == "subspace" else None
         self.gens = [self._generator(s, _BATCH_STREAM) for s in self.seeds]
         self.geo_gens = [self._generator(s, _GEOMDR_STREAM) for s in self.seeds]
         t = cfg.train
@@ -189,7 +190,8 @@ class Trainer:
         per = per_example_loss(logits, y, self.cfg.optim.loss)
         loss = per.mean(1).sum()  # sum over members: independent gradients
         if hidden:
-            loss = loss + lam * geomdr_loss(hidden, self.cfg.geomdr, self.geo_gens).sum()
+            penalty = geomdr_loss(hidden, self.cfg.geomdr, self.geo_gens, self.warm)
+            loss = loss + lam * penalty.sum()
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         self._shape_gradients()
@@ -251,6 +253,8 @@ class Trainer:
         for name in ("train_x", "train_y", "test_x", "test_y", "geo_idx", "geo_test_idx"):
             setattr(self, name, getattr(self, name).index_select(0, idx))
         self.grad_filter.select(idx)
+        if self.warm is not None:
+            self.warm.select(idx)
         self.gens = [self.gens[s] for s in keep_slots]
         self.geo_gens = [self.geo_gens[s] for s in keep_slots]
         self.active = [self.active[s] for s in keep_slots]
@@ -267,6 +271,7 @@ class Trainer:
             "geo_gens": [g.get_state() for g in self.geo_gens],
             "trackers": [t.state() for t in self.trackers], "done": self.done,
             "grokfast": self.grad_filter.state(),
+            "geomdr_subspace": None if self.warm is None else self.warm.state(),
             "elapsed": self.elapsed + time.perf_counter() - self._t0,
         }
         tmp = path / f".{CHECKPOINT_FILE}.tmp"
@@ -299,6 +304,7 @@ class Trainer:
         for g, s in zip(self.geo_gens, state["geo_gens"], strict=True):
             g.set_state(s)
         self._load_filter(path, state.get("grokfast"))
+        self._load_subspaces(path, state.get("geomdr_subspace"))
         self.trackers = [RunTracker.from_state(t) for t in state["trackers"]]
         self.step, self.done, self.elapsed = state["step"], state["done"], state["elapsed"]
 
@@ -308,6 +314,15 @@ class Trainer:
             return
         try:
             self.grad_filter.load_state(state)
+        except ValueError as err:
+            raise CheckpointError(f"checkpoint {path}: {err}") from None
+
+    def _load_subspaces(self, path: Path, state: Any) -> None:
+        """The warm GeomDR bases (geomdr.solver subspace; nothing to load for eigh)."""
+        if self.warm is None:
+            return
+        try:
+            self.warm.load_state(state)
         except ValueError as err:
             raise CheckpointError(f"checkpoint {path}: {err}") from None
 

@@ -68,8 +68,12 @@ def _separate(cfg: Config, on_eval=None) -> list[ListSink]:
      # Per-member minibatch order and GeomDR subsets (no seed groks within this budget).
      ({"optim.batch_size": 64, "geomdr.enabled": True, "geomdr.start_step": 20,
        "geomdr.ramp_steps": 20, "geomdr.subsample": 0.5, "geomdr.target_dim": 4,
-       "geomdr.lambda_max": 0.01}, False)],
-    ids=["full-batch", "minibatch-geomdr"],
+       "geomdr.lambda_max": 0.01}, False),
+     # The accelerators, per member: Grokfast's EMA state, the StableMax loss and the
+     # perpendicular gradient (no seed groks within this budget).
+     ({"grokfast.kind": "ema", "optim.loss": "stablemax", "optim.perpendicular_grad": True},
+      False)],
+    ids=["full-batch", "minibatch-geomdr", "grokfast-ema-stablemax-perpendicular"],
 )
 def test_batched_seeds_equal_separate_runs_with_early_stops(extra, early_stops):
     cfg = from_flat({**BASE, **extra, "train.seeds": SEEDS})

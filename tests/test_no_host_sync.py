@@ -60,8 +60,11 @@ def host_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     {**GEOMDR, "geomdr.subsample": 0.5, "optim.batch_size": 16, "train.seeds": [0, 1]},
     {**GEOMDR, "model.arch": "mlp", "model.n_layers": 2},
     {"model.arch": "mlp", "optim.warmup_steps": 5, "optim.batch_size": 8},
+    # Step 1 seeds the warm bases (eigh), steps 2-3 refine them.
+    {**GEOMDR, "geomdr.solver": "subspace", "geomdr.subsample": 0.5, "model.arch": "mlp",
+     "model.n_layers": 2, "train.seeds": [0, 1]},
 ], ids=["plain", "layernorm-2-layers", "uniform-3-seeds", "geomdr-subsample-minibatch",
-        "geomdr-mlp", "mlp-warmup-minibatch"])
+        "geomdr-mlp", "mlp-warmup-minibatch", "geomdr-subspace-solver"])
 def test_a_training_step_reads_nothing_back(extra, host_reads):
     trainer = Trainer(from_flat({**TINY, **extra}))
     for step in range(1, 4):  # the inner loop of Trainer.run

@@ -65,8 +65,12 @@ def test_seeds_are_separate_split_and_init():
      # travels in the checkpoint; with the other accelerators on.
      {"grokfast.kind": "ma", "grokfast.window": 20, "grokfast.lam": 5.0,
       "optim.loss": "stablemax", "optim.perpendicular_grad": True},
-     {"grokfast.kind": "ema", "optim.batch_size": 16}],
-    ids=["plain", "minibatch-geomdr", "grokfast-ma-stablemax-perpendicular", "grokfast-ema"],
+     {"grokfast.kind": "ema", "optim.batch_size": 16},
+     # The warm GeomDR bases (geomdr.solver subspace) travel in the checkpoint.
+     {"geomdr.enabled": True, "geomdr.start_step": 10, "geomdr.ramp_steps": 10,
+      "geomdr.subsample": 0.5, "geomdr.target_dim": 2, "geomdr.solver": "subspace"}],
+    ids=["plain", "minibatch-geomdr", "grokfast-ma-stablemax-perpendicular", "grokfast-ema",
+         "geomdr-subspace"],
 )
 def test_resume_is_bit_identical(tmp_path, extra):
     cfg = _cfg(**extra)
