@@ -5,7 +5,8 @@
 - ``member``: (E,) each, one metrics/ column (one row per run and step);
 - ``layer``: (E, L) each, one geometry/ column (one row per run, step and layer; layer i is
   the hidden representation after block / hidden layer i);
-- ``freqs``: (E, K) integer tensors, one metrics/ text column of comma-separated ints.
+- ``freqs``: (E, K) integer tensors, one metrics/ text column of comma-separated ints (0
+  entries, padding, left out).
 
 A new measurement is one entry in ``measure`` plus its column in ``sweepgrok.sink``'s schema.
 ``to_host`` copies everything in one host sync (one per evaluation: on a GPU every read stalls
@@ -23,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from sweepgrok import fourier_losses as fl
 from sweepgrok import geometry as geo
 from sweepgrok.accelerators import per_example_loss
 from sweepgrok.config import Config, GeomDRConfig, GeometryConfig, LossName
@@ -60,12 +62,17 @@ def measure(
     hidden: list[Tensor] = []
     member: dict[str, Tensor] = {}
     loss = cfg.optim.loss
-    member["train_loss"], member["train_acc"] = _split_stats(model, *train, hidden, loss)
-    member["test_loss"], member["test_acc"] = _split_stats(model, *test, None, loss)
+    train_logits, test_logits = model(train[0], hidden=hidden), model(test[0])
+    member["train_loss"], member["train_acc"] = _split_stats(train_logits, train[1], loss)
+    member["test_loss"], member["test_acc"] = _split_stats(test_logits, test[1], loss)
     member["weight_norm"] = _weight_norm(model.parameters())
     member["geomdr_loss"] = _geomdr_eval(hidden, cfg.geomdr)
     layer: dict[str, Tensor] = {"weight_norm": _layer_weight_norm(model)}
     freqs: dict[str, Tensor] = {}
+    if fourier_losses_apply(cfg):
+        freqs["key_freqs"] = fl.key_frequencies(model.token_embedding)
+        member["restricted_loss"], member["excluded_loss"] = _fourier_losses(
+            (train_logits, train[1]), (test_logits, test[1]), freqs["key_freqs"], loss)
     if cfg.geometry.enabled:
         layer.update(_geometry(hidden, geo_idx, cfg.geometry))
         # The last hidden representation's, beside the losses (all layers are in geometry/).
@@ -128,7 +135,8 @@ def rows(
             v = values[slot]
             row[name] = None if name in NAN_IS_NULL and not math.isfinite(v) else v
         for name, values in host.freqs.items():
-            row[name] = ",".join(str(int(f)) for f in values[slot])
+            # 0 pads a member's shorter list (key_freqs): frequency 0 is never listed.
+            row[name] = ",".join(str(int(f)) for f in values[slot] if f > 0)
         metrics.append(row)
         for layer in range(n_layers):
             geometry.append({**key, "layer": layer,
@@ -139,13 +147,30 @@ def rows(
 # ---- the measurements ---------------------------------------------------------------------
 
 
-def _split_stats(
-    model: Transformer | MLP, x: Tensor, y: Tensor, hidden: list[Tensor] | None, loss: LossName
-) -> tuple[Tensor, Tensor]:
-    """Mean loss (optim.loss) and accuracy (argmax) of each member on (x, y): two (E,)."""
-    logits = model(x, hidden=hidden)
+def _split_stats(logits: Tensor, y: Tensor, loss: LossName) -> tuple[Tensor, Tensor]:
+    """Mean loss (optim.loss) and accuracy (argmax) of each member's logits (E, N, C) on the
+    labels y (E, N): two (E,)."""
     acc = (logits.argmax(-1) == y).float().mean(1)
     return per_example_loss(logits, y, loss).mean(1), acc
+
+
+def fourier_losses_apply(cfg: Config) -> bool:
+    """Whether an evaluation measures the restricted and excluded losses: a Transformer on an
+    additive Z_p task (add, sub). The paper's circuit is a Transformer's; the MLP is left out."""
+    return cfg.model.arch == "transformer" and cfg.task.spec.additive
+
+
+def _fourier_losses(
+    train: tuple[Tensor, Tensor], test: tuple[Tensor, Tensor], freqs: Tensor, loss: LossName
+) -> tuple[Tensor, Tensor]:
+    """Restricted loss on the test split and excluded loss on the training split (optim.loss),
+    (E,) each, from the logits and labels of both splits, which together are all p^2 pairs
+    (sweepgrok.fourier_losses; freqs (E, K) the key frequencies)."""
+    n = train[1].shape[1]
+    logits, answers = torch.cat([train[0], test[0]], 1), torch.cat([train[1], test[1]], 1)
+    restricted, excluded = fl.restricted_and_excluded_logits(logits, answers, freqs)
+    return (per_example_loss(restricted[:, n:], test[1], loss).mean(1),
+            per_example_loss(excluded[:, :n], train[1], loss).mean(1))
 
 
 def _weight_norm(params: Any) -> Tensor:

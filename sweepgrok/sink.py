@@ -61,6 +61,9 @@ METRICS_SCHEMA = pa.schema(
         ("fourier_unembed_frac", pa.float64()),
         ("fourier_unembed_above_chance", pa.float64()),
         ("fourier_unembed_freqs", pa.string()),
+        ("restricted_loss", pa.float64()),
+        ("excluded_loss", pa.float64()),
+        ("key_freqs", pa.string()),
     ]
 )
 """metrics/: accuracies are fractions in [0, 1]; wall_time is seconds since the run started;
@@ -70,7 +73,10 @@ fourier_freqs those frequencies as comma-separated ints (Z_p tasks only, else nu
 fourier_unembed_* the same over the classes of the effective unembedding (the readout rows,
 unit-normalised for the cosine unembedding); *_above_chance = (frac - c) / (1 - c) with c =
 top / (p // 2), the share of `top` frequencies under an even spread: ~0 at random init, 1 for
-`top` pure frequencies (sweepgrok.geometry.above_chance)."""
+`top` pure frequencies (sweepgrok.geometry.above_chance); restricted_loss / excluded_loss are
+Nanda et al.'s losses on the test / training split with only / without the logits' components
+at key_freqs, the key frequencies of the token embedding as comma-separated ints (Transformer
+on add or sub only, else null; sweepgrok.fourier_losses)."""
 
 GEOMETRY_SCHEMA = pa.schema(
     [
