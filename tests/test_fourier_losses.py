@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from sweepgrok import definitions
 from sweepgrok import fourier_losses as fl
 from sweepgrok.tasks import operation_table
 
@@ -120,3 +121,9 @@ def test_key_frequencies_capped_and_empty():
     assert fl.key_frequencies(batched, cap=2).tolist() == [[3, 0], [2, 5]]
     with pytest.raises(ValueError, match="share"):
         fl.key_frequencies(spread, share=0.0)
+
+
+def test_the_documented_rule_is_the_code():
+    # The definitions the reports print state the rule's numbers: they must be the code's.
+    text = dict(definitions.DEFINITIONS)["restricted / excluded loss"]
+    assert f"hold {fl.KEY_SHARE:.0%} of its non-constant energy, at most {fl.MAX_KEY_FREQS}" in text
