@@ -74,6 +74,16 @@ DEFINITIONS: tuple[tuple[str, str], ...] = (
         "subsample, drawn by the training split's rule.",
     ),
     (
+        "restricted / excluded loss",
+        "Nanda et al. 2023's progress measures (Transformer on `add` or `sub`). The logits of "
+        "all p² pairs are projected onto cos(w_k (s − c)) and sin(w_k (s − c)), s the answer, c "
+        "the class, w_k = 2πk/p, for the key frequencies k: the **restricted loss** (test split) "
+        "keeps only that part plus each class's mean logit, the **excluded loss** (training "
+        "split) removes it. **Key frequencies** (`key_freqs`): the fewest strongest frequencies "
+        "of the token embedding's Fourier spectrum that hold 90% of its non-constant energy, at "
+        "most 8, read at each evaluation.",
+    ),
+    (
         "GeomDR",
         "the loss L = L_task + λ(t) Σ_layers Σ_{j > d*} μ_j, with λ(t) = 0 before t_s, then "
         "λ_max (1 − cos(π min(1, (t − t_s)/T_ramp)))/2. Two controls separate dimension from "

@@ -6,7 +6,8 @@
 - ``layer``: (E, L) each, one geometry/ column (one row per run, step and layer; layer i is
   the hidden representation after block / hidden layer i); (E, L, H) for a list column (one
   value per attention head);
-- ``freqs``: (E, K) integer tensors, one metrics/ text column of comma-separated ints.
+- ``freqs``: (E, K) integer tensors, one metrics/ text column of comma-separated ints (0
+  entries, padding, left out).
 
 A new measurement is one entry in ``measure`` plus its column in ``sweepgrok.sink``'s schema.
 ``to_host`` copies everything in one host sync (one per evaluation: on a GPU every read stalls
@@ -24,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from sweepgrok import fourier_losses as fl
 from sweepgrok import geometry as geo
 from sweepgrok import progress
 from sweepgrok.accelerators import per_example_loss
@@ -74,6 +76,10 @@ def measure(
     layer: dict[str, Tensor] = {"weight_norm": _layer_weight_norm(model)}
     member.update(_progress(model, train_stats, attn, layer))
     freqs: dict[str, Tensor] = {}
+    if fourier_losses_apply(cfg):
+        freqs["key_freqs"] = fl.key_frequencies(model.token_embedding)
+        member["restricted_loss"], member["excluded_loss"] = _fourier_losses(
+            (train_stats.logits, train[1]), (test_stats.logits, test[1]), freqs["key_freqs"], loss)
     if cfg.geometry.enabled:
         layer.update(_geometry(hidden, geo_idx[0], cfg.geometry))
         # The last hidden representation's, beside the losses (all layers are in geometry/).
@@ -142,7 +148,8 @@ def rows(
             v = values[slot]
             row[name] = None if name in NAN_IS_NULL and not math.isfinite(v) else v
         for name, values in host.freqs.items():
-            row[name] = ",".join(str(int(f)) for f in values[slot])
+            # 0 pads a member's shorter list (key_freqs): frequency 0 is never listed.
+            row[name] = ",".join(str(int(f)) for f in values[slot] if f > 0)
         metrics.append(row)
         for layer in range(n_layers):
             geometry.append({**key, "layer": layer,
@@ -189,6 +196,25 @@ def _progress(
     if attn:
         layer["attn_entropy"] = progress.attention_entropy(attn)
     return member
+
+
+def fourier_losses_apply(cfg: Config) -> bool:
+    """Whether an evaluation measures the restricted and excluded losses: a Transformer on an
+    additive Z_p task (add, sub). The paper's circuit is a Transformer's; the MLP is left out."""
+    return cfg.model.arch == "transformer" and cfg.task.spec.additive
+
+
+def _fourier_losses(
+    train: tuple[Tensor, Tensor], test: tuple[Tensor, Tensor], freqs: Tensor, loss: LossName
+) -> tuple[Tensor, Tensor]:
+    """Restricted loss on the test split and excluded loss on the training split (optim.loss),
+    (E,) each, from the logits and labels of both splits, which together are all p^2 pairs
+    (sweepgrok.fourier_losses; freqs (E, K) the key frequencies)."""
+    n = train[1].shape[1]
+    logits, answers = torch.cat([train[0], test[0]], 1), torch.cat([train[1], test[1]], 1)
+    restricted, excluded = fl.restricted_and_excluded_logits(logits, answers, freqs)
+    return (per_example_loss(restricted[:, n:], test[1], loss).mean(1),
+            per_example_loss(excluded[:, :n], train[1], loss).mean(1))
 
 
 def _layer_weight_norm(model: Transformer | MLP) -> Tensor:

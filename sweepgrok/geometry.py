@@ -42,6 +42,7 @@ __all__ = [
     "covariance_spectrum",
     "effective_dimension",
     "fourier_concentration",
+    "frequency_energy",
     "geomdr_lambda",
     "geomdr_penalty",
     "knn_distance",
@@ -142,25 +143,21 @@ def knn_distance(z: Tensor, k: int) -> Tensor:
     return nearest.mean(dim=(-2, -1)).reshape(z.shape[:-2])
 
 
-def fourier_concentration(w: Tensor, top: int) -> tuple[Tensor, Tensor]:
-    """Share of the embedding's Fourier energy in its ``top`` strongest frequencies.
+def frequency_energy(w: Tensor) -> tuple[Tensor, Tensor]:
+    """Fourier energy of an embedding per frequency, and whether it has any beyond rounding.
 
     ``w`` (..., p, d) is the token embedding restricted to the p operand tokens (drop the ``=``
     row before calling). The DFT runs along the vocabulary axis; the energy of frequency k is
     ``sum_d |W_hat[k]|^2 + |W_hat[p-k]|^2`` (a real embedding's k and p-k are one cosine/sine
-    pair), for k = 1..p//2; k = 0 (the mean over tokens) is ignored. Returns
-    ``(frac (...,), freqs (..., top) int64)``: the energy share of the strongest ``top``
-    frequencies, and those frequencies sorted by energy, strongest first.
-
-    Paper 1 uses the FFT qualitatively; the scalar summary is our choice. ``top`` is capped at
-    p//2 (there are no more frequencies). An embedding with no non-mean energy (beyond
-    rounding) gives frac 0. The measure is meaningful for Z_p tasks only (token index = group
-    element).
+    pair), for k = 1..p//2; k = 0 (the mean over tokens) is left out. Returns
+    ``(energy (..., p//2), has (...,) bool)``: entry k-1 is frequency k; ``has`` is false when
+    the non-mean energy is at rounding level (a constant embedding carries no signal: by
+    Parseval the energy of all frequencies is p * sum w^2, and FFT rounding is ~eps of that).
     """
     p = w.shape[-2]
     n_freq = p // 2
     if n_freq < 1:
-        raise ValueError(f"fourier_concentration needs p >= 2 rows, got {p}")
+        raise ValueError(f"Fourier measures need p >= 2 rows, got {p}")
     w = w if w.is_floating_point() else w.float()
     spec = torch.fft.rfft(w, dim=-2)
     power = spec.abs().square().sum(dim=-1)[..., 1 : n_freq + 1]  # (..., p//2), k = 1..p//2
@@ -169,12 +166,26 @@ def fourier_concentration(w: Tensor, top: int) -> tuple[Tensor, Tensor]:
     if p % 2 == 0:
         pair[-1] = 1.0
     energy = power * pair
-    vals, idx = energy.topk(min(top, n_freq), dim=-1)
-    total = energy.sum(dim=-1)
-    # Non-mean energy at rounding level (a constant embedding) is no signal: by Parseval the
-    # energy of all frequencies is p * sum w^2, and FFT rounding is ~eps of that.
     floor = torch.finfo(power.dtype).eps * p * w.square().sum(dim=(-2, -1))
-    has = total > floor
+    return energy, energy.sum(dim=-1) > floor
+
+
+def fourier_concentration(w: Tensor, top: int) -> tuple[Tensor, Tensor]:
+    """Share of the embedding's Fourier energy in its ``top`` strongest frequencies.
+
+    ``w`` (..., p, d): the operand rows of the embedding; energy per frequency k = 1..p//2 as
+    in ``frequency_energy``. Returns ``(frac (...,), freqs (..., top) int64)``: the energy
+    share of the strongest ``top`` frequencies, and those frequencies sorted by energy,
+    strongest first.
+
+    Paper 1 uses the FFT qualitatively; the scalar summary is our choice. ``top`` is capped at
+    p//2 (there are no more frequencies). An embedding with no non-mean energy (beyond
+    rounding) gives frac 0. The measure is meaningful for Z_p tasks only (token index = group
+    element).
+    """
+    energy, has = frequency_energy(w)
+    vals, idx = energy.topk(min(top, energy.shape[-1]), dim=-1)
+    total = energy.sum(dim=-1)
     safe = torch.where(has, total, torch.ones_like(total))
     frac = torch.where(has, vals.sum(dim=-1) / safe, torch.zeros_like(total))
     return frac, (idx + 1).to(torch.int64)

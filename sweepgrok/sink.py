@@ -68,6 +68,10 @@ METRICS_SCHEMA = pa.schema(
         ("logit_norm", pa.float64()),
         ("collapse_share", pa.float64()),
         ("deff_test", pa.float64()),
+        # Nanda et al.'s progress measures (sweepgrok.fourier_losses)
+        ("restricted_loss", pa.float64()),
+        ("excluded_loss", pa.float64()),
+        ("key_freqs", pa.string()),
     ]
 )
 """metrics/: accuracies are fractions in [0, 1]; wall_time is seconds since the run started;
@@ -82,7 +86,10 @@ weight_norm_embed / _pos / _unembed, the L2 norms of the token embedding, the po
 embedding (Transformer only, else null) and the unembedding; logit_norm, the mean L2 norm of
 the logits over the training split; collapse_share, the fraction of training examples whose
 float32 loss is exactly 0; deff_test, deff on the test split's fixed subsample (null when
-geometry.enabled is false)."""
+geometry.enabled is false). restricted_loss / excluded_loss are
+Nanda et al.'s losses on the test / training split with only / without the logits' components
+at key_freqs, the key frequencies of the token embedding as comma-separated ints (Transformer
+on add or sub only, else null; sweepgrok.fourier_losses)."""
 
 GEOMETRY_SCHEMA = pa.schema(
     [

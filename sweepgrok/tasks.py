@@ -10,7 +10,7 @@ reads only the two operand tokens.
   the label is the composition ``(x o y)(i) = x[y[i]]``: apply y first, then x.
 
 A task is one entry of ``TASKS``: adding one touches nothing else (config's task.name accepts
-it, the model sizes its vocabulary from it, the trainer asks it whether Fourier measures apply).
+it, the model sizes its vocabulary from it, the trainer asks it which Fourier measures apply).
 No torch import at module level: sweepgrok.config reads TASKS and stays light.
 """
 
@@ -43,6 +43,11 @@ class Task:
     """task.p must be prime (an inverse must exist for every nonzero b)."""
     cyclic: bool = True
     """Operands are Z_p, so the Fourier concentration of the embeddings is measured."""
+    additive: bool = False
+    """The answer is a + b or a - b in Z_p, each value equally often: the Fourier basis of Z_p
+    fits its logits, so Nanda et al.'s restricted and excluded losses are measured (not for
+    mul and div, whose group is Z_p^* and whose answers are not balanced: 0 is the answer of
+    2p - 1 of mul's pairs)."""
 
 
 @cache
@@ -89,8 +94,8 @@ def _div(a: Tensor, b: Tensor, p: int) -> tuple[Tensor, Tensor, Tensor]:
 
 
 TASKS: dict[str, Task] = {
-    "add": Task(_zp_table(lambda a, b, p: (a, b, (a + b) % p))),
-    "sub": Task(_zp_table(lambda a, b, p: (a, b, (a - b) % p))),
+    "add": Task(_zp_table(lambda a, b, p: (a, b, (a + b) % p)), additive=True),
+    "sub": Task(_zp_table(lambda a, b, p: (a, b, (a - b) % p)), additive=True),
     "mul": Task(_zp_table(lambda a, b, p: (a, b, (a * b) % p))),
     "div": Task(_zp_table(_div), size=lambda p: p * (p - 1), needs_prime=True),
     "s5": Task(

@@ -1,15 +1,19 @@
-"""Evaluation by name: the per-layer weight norm against hand computations, and its rows."""
+"""Evaluation by name: the per-layer weight norm against hand computations, the restricted and
+excluded losses against the whole table's logits, and the rows."""
 
 import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from sweepgrok import evaluation
+from sweepgrok import fourier_losses as fl
 from sweepgrok.config import from_flat
 from sweepgrok.models import build_model
 from sweepgrok.progress import LAYER_GROUPS
 from sweepgrok.sink import GEOMETRY_SCHEMA, ListSink
+from sweepgrok.tasks import operation_table, with_eq
 from sweepgrok.trainer import Trainer, train
 
 TINY = {
@@ -91,3 +95,42 @@ def test_fourier_of_the_effective_unembedding_and_above_chance():
     for name in ("fourier", "fourier_unembed"):
         want = (after[f"{name}_frac"] - 0.4) / 0.6
         torch.testing.assert_close(after[f"{name}_above_chance"], want)
+
+
+def test_restricted_and_excluded_losses_reuse_the_split_logits():
+    # The evaluation builds the p^2 pairs' logits from its train and test forwards; the losses
+    # must equal those of the logits of the whole operation table computed afresh.
+    trainer = Trainer(from_flat({**TINY, "task.name": "sub"}))
+    measures = _measure(trainer)
+    table, answers = operation_table("sub", 11)
+    x = with_eq(table, 11).expand(2, -1, -1)  # both members see the whole table
+    with torch.no_grad():
+        logits = trainer.model(x)
+    freqs = measures.freqs["key_freqs"]
+    torch.testing.assert_close(freqs, fl.key_frequencies(trainer.model.token_embedding))
+    restricted, excluded = fl.restricted_and_excluded_logits(logits, answers.expand(2, -1), freqs)
+    for member in (0, 1):
+        rows = {(int(a), int(b)) for a, b, _ in trainer.test_x[member].tolist()}
+        test = torch.tensor([(int(a), int(b)) in rows for a, b in table.tolist()])
+        want_r = F.cross_entropy(restricted[member, test], answers[test])
+        want_e = F.cross_entropy(excluded[member, ~test], answers[~test])
+        got = measures.member
+        torch.testing.assert_close(got["restricted_loss"][member], want_r, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(got["excluded_loss"][member], want_e, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("extra", [
+    {"model.arch": "mlp"}, {"task.name": "mul"}, {"task.name": "div"}, {"task.name": "s5"},
+], ids=["mlp", "mul", "div", "s5"])
+def test_restricted_and_excluded_losses_are_null_where_they_do_not_apply(extra):
+    measures = _measure(Trainer(from_flat({**TINY, **extra})))
+    names = {*measures.member, *measures.freqs}
+    assert "test_loss" in names  # absent from the rows, so null in Parquet:
+    assert not names & {"restricted_loss", "excluded_loss", "key_freqs"}
+
+
+def test_key_freqs_rows_leave_out_the_padding():
+    host = evaluation.Measures({"restricted_loss": [0.5, 2.0]}, {},
+                               {"key_freqs": [[4.0, 1.0, 0.0], [0.0, 0.0, 0.0]]})
+    metrics, _ = evaluation.rows(host, ["a", "b"], 10, {})
+    assert [(m["key_freqs"], m["restricted_loss"]) for m in metrics] == [("4,1", 0.5), ("", 2.0)]

@@ -51,12 +51,21 @@ def test_split_seeded_by_data_seed_only():
     assert len(rows) == 121  # disjoint and complete
 
 
+@pytest.mark.parametrize("name", [n for n, t in TASKS.items() if t.additive])
+def test_additive_tasks_answer_every_value_equally_often(name):
+    # What the restricted / excluded losses rely on (sweepgrok.fourier_losses): all p^2 pairs,
+    # each answer p times.
+    pairs, answers = operation_table(name, 7)
+    assert len(pairs) == 49 and torch.bincount(answers, minlength=7).tolist() == [7] * 7
+
+
 def test_registry_drives_config_and_tables():
     assert set(TASKS) == {"add", "sub", "mul", "div", "s5"}
     assert from_flat({"task.name": "s5", "task.p": 7}).task.n_tokens == 120
     assert from_flat({"task.name": "mul", "task.p": 7}).task.n_tokens == 7
     assert [n for n, t in TASKS.items() if t.needs_prime] == ["div"]
     assert [n for n, t in TASKS.items() if not t.cyclic] == ["s5"]
+    assert [n for n, t in TASKS.items() if t.additive] == ["add", "sub"]
     with pytest.raises(ConfigError, match=r"task\.name: must be one of add, sub, mul, div, s5"):
         from_flat({"task.name": "pow"})
     with pytest.raises(ValueError, match="unknown task 'pow'"):
