@@ -450,6 +450,8 @@ _PROGRESS_PANELS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("logit norm (train)", (("logit_norm", "-"),)),
     ("softmax-collapse share (train)", (("collapse_share", "-"),)),
     ("D_eff, test split", (("deff_test", "-"),)),
+    ("restricted loss (test)", (("restricted_loss", "-"),)),
+    ("excluded loss (train)", (("excluded_loss", "-"),)),
 )
 """Panels of progress_curves: y label, then (metrics/ column, line style) drawn in it."""
 _PROGRESS_PANEL_SIZE = (3.6, 2.0)
@@ -461,13 +463,14 @@ def progress_curves(
 ) -> Path:
     """The progress measures over training, one panel each (weight norms: whole model solid,
     token embedding dashed, unembedding dotted; logit norm and softmax-collapse share on the
-    training split; D_eff on the test split), one colour per group: median over its seeds,
-    band min-max; a run that stopped is held at its last value. A panel whose column was
-    never recorded (D_eff without geometry) says so."""
+    training split; D_eff on the test split; Nanda et al.'s restricted and excluded losses),
+    one colour per group: median over its seeds, band min-max; a run that stopped is held at
+    its last value. A panel whose column was never recorded (D_eff without geometry, the
+    Nanda losses outside a Transformer on add or sub) says so."""
     order = _label_order(summary, by)
     colors = _palette(order)
     shown, key_line = _shown_labels(summary, by)
-    fig, grid = _figure(10, 6, nrows=2, ncols=2, sharex=True, squeeze=False)
+    fig, grid = _figure(13, 6, nrows=2, ncols=3, sharex=True, squeeze=False)
     axes = list(grid.ravel())
     fig.suptitle("Progress measures (median over seeds, band min-max)\n"
                  "weight norm: whole model solid, embedding dashed, unembedding dotted")
@@ -487,7 +490,7 @@ def progress_curves(
         ax.set_ylabel(ylabel)
         _log_steps(ax)
     axes[2].set_ylim(-0.02, 1.02)  # a share
-    for ax in axes[2:]:
+    for ax in axes[3:]:
         ax.set_xlabel("step (log)")
     _legend_below(fig, axes[0], key_line)
     _fit(fig, axes[0], *_PROGRESS_PANEL_SIZE)

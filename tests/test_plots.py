@@ -119,7 +119,8 @@ def test_many_groups_use_panels(
 def test_progress_figure_says_what_was_not_recorded(
     sweep: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Geometry off: no test-split D_eff. Its panel says so; the other three draw every group.
+    # Geometry off: no test-split D_eff; no restricted loss recorded. Their panels say so; the
+    # other four (the excluded loss given here) draw every group.
     metrics, summary = sweep
     seen: dict[str, list[Any]] = {}
     save = plots._save
@@ -131,11 +132,11 @@ def test_progress_figure_says_what_was_not_recorded(
 
     monkeypatch.setattr(plots, "_save", inspect_then_save)
     by = ["model.norm", "geomdr.target_dim"]
-    path = plots.progress_curves(metrics.assign(deff_test=float("nan")), summary, by,
-                                 tmp_path / "progress.png")
+    given = metrics.assign(deff_test=float("nan"), excluded_loss=1.0)
+    path = plots.progress_curves(given, summary, by, tmp_path / "progress.png")
     assert_png(path)
-    assert seen["texts"] == [[], [], [], ["not recorded"]]
-    assert seen["lines"] == [3 * 4, 4, 4, 0]  # three weight norms, four groups
+    assert seen["texts"] == [[], [], [], ["not recorded"], ["not recorded"], []]
+    assert seen["lines"] == [3 * 4, 4, 4, 0, 0, 4]  # three weight norms, four groups
 
 
 def test_stopped_runs_are_held_at_their_last_value(sweep: tuple[pd.DataFrame, pd.DataFrame]):
