@@ -26,7 +26,7 @@ from sweepgrok.cli import app
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 SWEEP_NAME = 'quick<b>&"'
-FIGURES = {"accuracy", "grok_times", "survival", "deff"}
+FIGURES = {"accuracy", "grok_times", "survival", "deff", "progress"}
 PROBE = """<pre id="probe"></pre><script>
 window.addEventListener("load", () => {
   document.querySelectorAll("details").forEach((d) => { d.open = true; });
