@@ -54,7 +54,7 @@ STOPPED_STATUSES = ("diverged", "failed")
 SMALL_GROUP = 5
 """Below this many runs a percentile bootstrap interval is about the data's range (flagged)."""
 PROGRESS_COLUMNS = ("weight_norm", "weight_norm_embed", "weight_norm_unembed", "logit_norm",
-                    "collapse_share", "deff_test")
+                    "collapse_share", "deff_test", "restricted_loss", "excluded_loss")
 """The progress measures of metrics/ that the figures show (plots.progress_curves)."""
 METRIC_COLUMNS = ("step", "train_acc", "test_acc", "deff", *PROGRESS_COLUMNS)
 """The metrics/ columns the statistics and figures read (Parquet projection keeps reads
