@@ -146,3 +146,23 @@ def assert_each_refuses(runner: Any, app: Any, commands: list[list[str]], path: 
         assert res.exit_code == 2, res.output
         line = one_line_error(res.output)
         assert str(path) in line and all(w in line for w in words), line
+
+
+def checkpoint_without(cfg: Any, key: str, folder: Path, step: int) -> Any:
+    """Train `cfg` (sweepgrok.trainer.train), save its checkpoint at `step` into `folder`, then
+    delete `key` from the saved state (a checkpoint of an older version, or a damaged one);
+    returns the deleted value."""
+    import torch
+
+    from sweepgrok.sink import ListSink
+    from sweepgrok.trainer import train
+
+    def save_at_step(report: Any) -> None:
+        if report.step == step:
+            report.save_checkpoint(folder)
+
+    train(cfg, ListSink(), on_eval=save_at_step)
+    state = torch.load(folder / "trainer.pt", weights_only=True)
+    removed = state.pop(key)
+    torch.save(state, folder / "trainer.pt")
+    return removed

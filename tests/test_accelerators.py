@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import one_line_error
+from conftest import assert_each_refuses, checkpoint_without
 from typer.testing import CliRunner
 
 from sweepgrok.accelerators import (
@@ -180,10 +180,8 @@ def test_bad_accelerator_keys_are_named(flat, message):
 def test_bad_kind_in_a_trial_file_exits_2(tmp_path):
     path = tmp_path / "trial.yaml"
     path.write_text("grokfast: {kind: fast}\n")
-    res = CliRunner().invoke(app, ["validate", str(path)])
-    assert res.exit_code == 2
-    line = one_line_error(res.output)
-    assert str(path) in line and "grokfast.kind: must be one of none, ema, ma" in line
+    assert_each_refuses(CliRunner(), app, [["validate", str(path)]], path,
+                        ["grokfast.kind: must be one of none, ema, ma"])
 
 
 def test_defaults_are_off():
@@ -214,14 +212,6 @@ def test_each_accelerator_changes_the_trajectory():
 
 def test_resume_without_the_filter_state_is_refused(tmp_path):
     cfg = from_flat({**TINY, "grokfast.kind": "ema"})
-
-    def save_at_5(report):
-        if report.step == 5:
-            report.save_checkpoint(tmp_path)
-
-    train(cfg, ListSink(), on_eval=save_at_5)
-    state = torch.load(tmp_path / "trainer.pt", weights_only=True)
-    del state["grokfast"]
-    torch.save(state, tmp_path / "trainer.pt")
+    checkpoint_without(cfg, "grokfast", tmp_path, step=5)
     with pytest.raises(CheckpointError, match="not a Grokfast filter state"):
         train(cfg, ListSink(), resume_from=tmp_path)

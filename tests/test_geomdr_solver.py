@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import one_line_error
+from conftest import assert_each_refuses, checkpoint_without
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
@@ -177,10 +177,8 @@ def test_solver_key_is_checked_and_eigh_is_the_default():
 def test_bad_solver_in_a_trial_file_exits_2(tmp_path):
     path = tmp_path / "trial.yaml"
     path.write_text("geomdr: {solver: power}\n")
-    res = CliRunner().invoke(app, ["validate", str(path)])
-    assert res.exit_code == 2
-    line = one_line_error(res.output)
-    assert str(path) in line and "geomdr.solver: must be one of eigh, subspace" in line
+    assert_each_refuses(CliRunner(), app, [["validate", str(path)]], path,
+                        ["geomdr.solver: must be one of eigh, subspace"])
 
 
 # ---- the trainer --------------------------------------------------------------------------
@@ -212,15 +210,7 @@ def test_the_warm_penalty_follows_eigh_along_a_training_run():
 
 def test_resume_without_the_subspace_state_is_refused(tmp_path):
     cfg = from_flat({**TINY, "geomdr.solver": "subspace"})
-
-    def save_at_10(report):
-        if report.step == 10:
-            report.save_checkpoint(tmp_path)
-
-    train(cfg, ListSink(), on_eval=save_at_10)
-    state = torch.load(tmp_path / "trainer.pt", weights_only=True)
-    assert set(state["geomdr_subspace"]["bases"]) == {0, 1}
-    del state["geomdr_subspace"]
-    torch.save(state, tmp_path / "trainer.pt")
+    removed = checkpoint_without(cfg, "geomdr_subspace", tmp_path, step=10)
+    assert set(removed["bases"]) == {0, 1}
     with pytest.raises(CheckpointError, match="not a GeomDR subspace state"):
         train(cfg, ListSink(), resume_from=tmp_path)
