@@ -127,7 +127,7 @@ def test_plots_as_vectors(sweep: Path, tmp_path: Path) -> None:
     code, out = invoke(sweep, "--format", "csv", "--plots", figs, "--plot-format", "pdf")
     assert code == 0, out
     written = sorted(p.name for p in figs.iterdir())
-    assert written == ["accuracy.pdf", "deff.pdf", "grok_times.pdf", "survival.pdf"]
+    assert written == ["accuracy.pdf", "deff.pdf", "grok_times.pdf", "progress.pdf", "survival.pdf"]
     assert (figs / "survival.pdf").read_bytes().startswith(b"%PDF-")
 
 
