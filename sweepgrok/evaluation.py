@@ -236,14 +236,23 @@ def _geomdr_eval(hidden: list[Tensor], cfg: GeomDRConfig) -> Tensor:
     return torch.where(member_finite(hidden[-1]), geomdr_loss(hidden, cfg), math.nan)
 
 
+def _sample_spectrum(h: Tensor, idx: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The rows `idx` (E, G) of one layer's representation h (E, N, d), non-finite values
+    zeroed; whether each member's rows were finite (E,); their covariance eigenvalues in
+    float64, descending (E, d)."""
+    z = take(h, idx)
+    ok = member_finite(z)
+    z = finite(z)
+    return z, ok, geo.covariance_spectrum(z.double())
+
+
 def _deff(hidden: list[Tensor], idx: Tensor) -> Tensor:
     """Per layer, D_eff of the rows `idx` (E, G): (E, L); NaN for a member whose
     representation is not finite."""
     out = []
     for h in hidden:
-        z = take(h, idx)
-        deff = geo.participation_ratio(geo.covariance_spectrum(finite(z).double())).to(h.dtype)
-        out.append(torch.where(member_finite(z), deff, math.nan))
+        _, ok, eigs = _sample_spectrum(h, idx)
+        out.append(torch.where(ok, geo.participation_ratio(eigs).to(h.dtype), math.nan))
     return torch.stack(out, 1)
 
 
@@ -252,10 +261,7 @@ def _geometry(hidden: list[Tensor], geo_idx: Tensor, cfg: GeometryConfig) -> dic
     each; NaN for a member whose representation is not finite."""
     cols: dict[str, list[Tensor]] = {"deff": [], "rho": [], "top_eig_frac": []}
     for h in hidden:
-        z = take(h, geo_idx)
-        ok = member_finite(z)
-        z = finite(z)
-        eigs = geo.covariance_spectrum(z.double())
+        z, ok, eigs = _sample_spectrum(h, geo_idx)
         values = {
             "deff": geo.participation_ratio(eigs).to(h.dtype),
             "rho": geo.knn_distance(z, cfg.knn_k),
