@@ -304,7 +304,8 @@ class Trainer:
         for g, s in zip(self.geo_gens, state["geo_gens"], strict=True):
             g.set_state(s)
         self._load_filter(path, state.get("grokfast"))
-        self._load_subspaces(path, state.get("geomdr_subspace"))
+        if self.warm is not None:  # the warm GeomDR bases (nothing to load for eigh)
+            self._load_part(path, self.warm, state.get("geomdr_subspace"))
         self.trackers = [RunTracker.from_state(t) for t in state["trackers"]]
         self.step, self.done, self.elapsed = state["step"], state["done"], state["elapsed"]
 
@@ -312,17 +313,13 @@ class Trainer:
         """The Grokfast state; a checkpoint without one predates the filter (kind none then)."""
         if state is None and self.cfg.grokfast.kind == "none":
             return
-        try:
-            self.grad_filter.load_state(state)
-        except ValueError as err:
-            raise CheckpointError(f"checkpoint {path}: {err}") from None
+        self._load_part(path, self.grad_filter, state)
 
-    def _load_subspaces(self, path: Path, state: Any) -> None:
-        """The warm GeomDR bases (geomdr.solver subspace; nothing to load for eigh)."""
-        if self.warm is None:
-            return
+    @staticmethod
+    def _load_part(path: Path, part: GradFilter | WarmSubspaces, state: Any) -> None:
+        """`part.load_state(state)`; a state it refuses (ValueError) is a CheckpointError."""
         try:
-            self.warm.load_state(state)
+            part.load_state(state)
         except ValueError as err:
             raise CheckpointError(f"checkpoint {path}: {err}") from None
 
