@@ -299,10 +299,11 @@ class Trainer:
         self._compact([self.active.index(m) for m in state["active"]])
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["opt"])
-        for g, s in zip(self.gens, state["gens"], strict=True):
-            g.set_state(s)
-        for g, s in zip(self.geo_gens, state["geo_gens"], strict=True):
-            g.set_state(s)
+        # A generator's state is a host ByteTensor, a CUDA generator's too: map_location moved
+        # it to the device with the weights, and set_state refuses it there.
+        for gens, states in ((self.gens, state["gens"]), (self.geo_gens, state["geo_gens"])):
+            for g, s in zip(gens, states, strict=True):
+                g.set_state(s.cpu())
         self._load_filter(path, state.get("grokfast"))
         if self.warm is not None:  # the warm GeomDR bases (nothing to load for eigh)
             self._load_part(path, self.warm, state.get("geomdr_subspace"))
