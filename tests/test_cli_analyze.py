@@ -66,6 +66,13 @@ def sweep(tmp_path: Path) -> Path:
     return write_sweep(tmp_path / "quick", GROKS)
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Into a pipe the table is one wide table unless $COLUMNS says otherwise: a shell that
+    # exports COLUMNS (seen: 80 on a GPU machine) would wrap the rows these tests read.
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 def invoke(*args: str | Path) -> tuple[int, str]:
     result = runner.invoke(app, ["analyze", *map(str, args)])
     assert "Traceback" not in result.output

@@ -52,7 +52,7 @@ def test_layer_weight_norm_of_constant_parameters(extra, count, prefixes):
     got = _measure(trainer).layer["weight_norm"]
     # Every one of the `count` entries of a layer equals c: the norm is |c| sqrt(count).
     want = [[abs(fill[m, layer]) * math.sqrt(count) for layer in (0, 1)] for m in (0, 1)]
-    torch.testing.assert_close(got, torch.tensor(want), rtol=1e-6, atol=0.0)
+    torch.testing.assert_close(got, torch.tensor(want, device=got.device), rtol=1e-6, atol=0.0)
 
 
 def test_layer_weight_norm_rows_without_geometry():
@@ -103,7 +103,8 @@ def test_restricted_and_excluded_losses_reuse_the_split_logits():
     trainer = Trainer(from_flat({**TINY, "task.name": "sub"}))
     measures = _measure(trainer)
     table, answers = operation_table("sub", 11)
-    x = with_eq(table, 11).expand(2, -1, -1)  # both members see the whole table
+    x = with_eq(table, 11).expand(2, -1, -1).to(trainer.device)  # both members: whole table
+    answers = answers.to(trainer.device)
     with torch.no_grad():
         logits = trainer.model(x)
     freqs = measures.freqs["key_freqs"]
@@ -111,7 +112,8 @@ def test_restricted_and_excluded_losses_reuse_the_split_logits():
     restricted, excluded = fl.restricted_and_excluded_logits(logits, answers.expand(2, -1), freqs)
     for member in (0, 1):
         rows = {(int(a), int(b)) for a, b, _ in trainer.test_x[member].tolist()}
-        test = torch.tensor([(int(a), int(b)) in rows for a, b in table.tolist()])
+        test = torch.tensor([(int(a), int(b)) in rows for a, b in table.tolist()],
+                            device=trainer.device)
         want_r = F.cross_entropy(restricted[member, test], answers[test])
         want_e = F.cross_entropy(excluded[member, ~test], answers[~test])
         got = measures.member
