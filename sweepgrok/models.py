@@ -93,15 +93,38 @@ def _bias(b: Tensor, like: Tensor) -> Tensor:
     return b.view(b.shape[0], *([1] * (like.dim() - 2)), b.shape[1])
 
 
+ONE_HOT_BYTES = 1 << 28
+"""Largest one-hot operand (bytes) that gather_rows builds on CUDA; above it, index_select."""
+
+
 def gather_rows(table: Tensor, idx: Tensor) -> Tensor:
     """Per-member row lookup: table (E, R, *f), idx (E, ...) int64 in [0, R) -> (E, ..., *f).
 
     One index_select on the flattened (E * R, F) table (member offsets added to idx); its
     backward is one index_add (deterministic on CPU, measured the fastest of advanced indexing,
-    gather and embedding for these shapes)."""
+    gather and embedding for these shapes). On CUDA, while the one-hot operand stays small,
+    the product with the one-hot rows instead (gather_rows_one_hot)."""
     e, r = table.shape[:2]
+    if table.is_cuda and idx.numel() * r * table.element_size() <= ONE_HOT_BYTES:
+        return gather_rows_one_hot(table, idx)
     offsets = torch.arange(0, e * r, r, device=idx.device).view(e, *([1] * (idx.dim() - 1)))
     rows = table.reshape(e * r, -1).index_select(0, (idx + offsets).reshape(-1))
+    return rows.view(*idx.shape, *table.shape[2:])
+
+
+def gather_rows_one_hot(table: Tensor, idx: Tensor) -> Tensor:
+    """gather_rows as one batched product (E, M, R) one-hot @ (E, R, F): exact in float32
+    (each output is one entry times 1; torch's default float32 matmul precision, no TF32).
+
+    Why on CUDA: with deterministic kernels (train.deterministic), index_select's backward is a
+    sort-based index_put that serialises repeated indices, and every table row is looked up
+    thousands of times: on an H200 it took 83% of a paper-1 step's GPU time (two lookups,
+    1.8 ms each). The product's backward is a GEMM, deterministic and fast. The one-hot is an
+    elementwise comparison: no host sync (one_hot's range check would be one)."""
+    e, r = table.shape[:2]
+    flat = idx.reshape(e, -1, 1)
+    hot = (flat == torch.arange(r, device=idx.device)).to(table.dtype)  # (E, M, R)
+    rows = torch.bmm(hot, table.reshape(e, r, -1))
     return rows.view(*idx.shape, *table.shape[2:])
 
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from sweepgrok.config import from_flat
-from sweepgrok.models import Norm, build_model, n_params
+from sweepgrok.models import Norm, build_model, gather_rows, gather_rows_one_hot, n_params
 from sweepgrok.tasks import make_split
 
 P1 = {"task.p": 113, "model.d_model": 128, "model.n_heads": 4, "model.d_mlp": 512}
@@ -99,3 +99,20 @@ def test_unknown_norm_kind_raises_instead_of_falling_back():
     norm.kind = "batchnorm"  # dispatch at call time does not fall into the rmsnorm branch
     with pytest.raises(ValueError, match="unknown norm 'batchnorm'"):
         norm(h)
+
+
+@pytest.mark.parametrize("feature_shape", [(5,), (2, 3)], ids=["rows", "blocks"])
+def test_one_hot_lookup_equals_index_select_with_its_gradient(feature_shape):
+    # The CUDA lookup (a product with one-hot rows) against the index_select one, forward and
+    # backward, on indices that repeat (as a model's do: every row is looked up many times).
+    g = torch.Generator().manual_seed(0)
+    table = torch.randn(3, 7, *feature_shape, generator=g, requires_grad=True)
+    idx = torch.randint(0, 7, (3, 40, 2), generator=g)
+    weights = torch.randn(3, 40, 2, *feature_shape, generator=g)
+    plain = gather_rows(table, idx)
+    (grad_plain,) = torch.autograd.grad((plain * weights).sum(), table)
+    hot = gather_rows_one_hot(table, idx)
+    (grad_hot,) = torch.autograd.grad((hot * weights).sum(), table)
+    assert hot.shape == plain.shape == (3, 40, 2, *feature_shape)
+    assert torch.equal(hot, plain)  # one term times 1 per output: exact
+    torch.testing.assert_close(grad_hot, grad_plain, rtol=1e-6, atol=1e-6)
