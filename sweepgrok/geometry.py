@@ -50,6 +50,7 @@ __all__ = [
     "subsample_indices",
     "top_subspace",
     "uses_subspace",
+    "warm_penalty",
 ]
 
 
@@ -271,31 +272,41 @@ class _TailVariance(torch.autograd.Function):
 
 class _TailOutsideBasis(torch.autograd.Function):
     """``trace(C) - trace(Q^T C Q)`` of ``z`` (..., N, d) for a constant orthonormal basis Q
-    (..., d, d*), with the gradient written out: ``2/(N-1) (Z~ - (Z~ Q) Q^T)``.
+    (..., d, d*), with the gradient written out: ``2/(N-1) (Z~ - (Z~ Q) Q^T)``. Returns the
+    value (...,) and the thin product ``Z~ Q`` (..., N, d*), no gradient, which the warm solver
+    reuses for its next basis (``_refined``).
 
-    Autograd would give the same through the centring, the square and the product; written out
-    it is one fused product-and-subtract and no centring backward (the gradient's columns sum
-    to 0 already, since Z~'s do), which keeps the warm solver's step near a plain one.
+    Z~ (N x d) is never formed: every pass over the (N, d) activations costs about as much as
+    a thin product, and these passes were most of what the warm solver added to a plain step
+    (docs/speed.md). ``Z~ Q = Z Q - 1 (mean Q)`` (centred on the N x d* side); ``trace(C) =
+    (||Z||^2 - N ||mean||^2) / (N-1)`` (two read-only passes). In float32 that difference
+    cancels: the value's rounding error is about (1 + N ||mean||^2 / ||Z~||^2) times the error
+    with Z~ formed, 1.5x for ReLU-like units (mean^2 / variance ~0.5; measured 3.1e-6 against
+    2.0e-6 relative at N = 2000, d = 64). The gradient is not affected: the backward forms
+    ``s (Z - 1 mean)`` per element (one pass) and subtracts ``s (Z~Q) Q^T`` in place (one GEMM).
     """
 
     @staticmethod
-    def forward(ctx: Any, z: Tensor, q: Tensor) -> Tensor:
+    def forward(ctx: Any, z: Tensor, q: Tensor) -> tuple[Tensor, Tensor]:
         n = z.shape[-2]
-        zc = z - z.mean(dim=-2, keepdim=True)
-        zq = zc @ q
-        ctx.save_for_backward(zc, zq, q)
-        total = torch.linalg.vector_norm(zc, dim=(-2, -1)).square()
-        return (total - zq.square().sum(dim=(-2, -1))) / (n - 1)
+        mean = z.mean(dim=-2, keepdim=True)
+        zq = z @ q - mean @ q
+        ctx.save_for_backward(z, mean, zq, q)
+        ctx.mark_non_differentiable(zq)
+        total = torch.linalg.vector_norm(z, dim=(-2, -1)).square()
+        total = total - n * mean.square().sum(dim=(-2, -1))
+        return (total - zq.square().sum(dim=(-2, -1))) / (n - 1), zq
 
     @staticmethod
     @once_differentiable
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
-        zc, zq, q = ctx.saved_tensors
-        (n, d), k = zc.shape[-2:], q.shape[-1]
-        # zc - zq q^T in one batched GEMM (beta 1, alpha -1) over the flattened batch.
-        flat = zc.reshape(-1, n, d), zq.reshape(-1, n, k), q.reshape(-1, d, k).mT
-        outside = torch.baddbmm(*flat, alpha=-1.0).view_as(zc)
-        return outside * (grad * (2.0 / (n - 1)))[..., None, None], None
+    def backward(ctx: Any, grad: Tensor, _: Tensor | None) -> tuple[Tensor, None]:
+        z, mean, zq, q = ctx.saved_tensors
+        (n, d), k = z.shape[-2:], q.shape[-1]
+        scale = (grad * (2.0 / (n - 1)))[..., None, None]
+        out = torch.addcmul(-mean * scale, z, scale).contiguous()  # s (Z - 1 mean)
+        left = (zq * scale).reshape(-1, n, k)  # s folded into the N x d* factor
+        out.view(-1, n, d).baddbmm_(left, q.mT.reshape(-1, k, d), alpha=-1.0)
+        return out, None
 
 
 def geomdr_penalty(
@@ -315,28 +326,57 @@ def geomdr_penalty(
     ``basis`` (..., d, d*), orthonormal columns (``top_subspace``), replaces the eigensolver of
     tail and tail_fraction: the top-d* sum is taken as ``trace(Q^T C Q)``, Q held constant
     (see ``_tail_variance``). Ignored where no eigenvalue is needed (``uses_subspace`` false).
+    ``warm_penalty`` also returns the basis refined for the next step.
 
     Returns (...,), differentiable in ``z`` (first order; no double backward). The eigensolver
     runs in z's dtype: cast z (``z.double()``) to get float64; the gradient flows back
     through the cast.
     """
+    return _penalty(z, target_dim, kind, basis)[0]
+
+
+def warm_penalty(
+    z: Tensor, target_dim: int, kind: GeomDRPenalty, basis: Tensor
+) -> tuple[Tensor, Tensor]:
+    """``geomdr_penalty(z, target_dim, kind, basis)`` and the basis refined on ``z`` for the
+    next step (the warm solver, geomdr.solver subspace): one step of subspace iteration,
+    ``qr(Z~^T (Z~ Q))``, whose product ``Z~ Q`` is the penalty's own.
+
+    So the penalty of step t uses the basis refined on step t-1's rows (one step staler than
+    refining first and then penalizing, which would take a second product with Z). By Ky Fan
+    the value is still never below the exact tail, and at a converged basis value and gradient
+    are eigh's; a basis one step behind the representations tracks them as well (the per-step
+    change of the top-d* subspace is small next to what one iteration corrects; measured in
+    docs/speed.md). Only where ``uses_subspace`` holds (ValueError otherwise).
+    """
+    value, zq = _penalty(z, target_dim, kind, basis)
+    if zq is None:
+        raise ValueError(f"penalty {kind!r} with d* = {target_dim} of {tuple(z.shape)} "
+                         "representations needs no top-d* subspace")
+    return value, _refined(z, zq)
+
+
+def _penalty(
+    z: Tensor, target_dim: int, kind: GeomDRPenalty, basis: Tensor | None
+) -> tuple[Tensor, Tensor | None]:
+    """``geomdr_penalty`` and, where ``basis`` was used, the product ``Z~ Q`` (else None)."""
     if target_dim < 0:
         raise ValueError(f"target_dim must be >= 0, got {target_dim}")
     if kind not in get_args(GeomDRPenalty):
         raise ValueError(f"unknown GeomDR penalty {kind!r}: allowed {get_args(GeomDRPenalty)}")
     if z.shape[-2] < 2:  # one sample has no spread (and N - 1 = 0): 0, as the tail always was
-        return z.new_zeros(z.shape[:-2])
+        return z.new_zeros(z.shape[:-2]), None
     if kind == "trace":
-        return _total_variance(_centred(z))
-    tail = _tail_variance(z, target_dim, basis)
+        return _total_variance(_centred(z)), None
+    tail, zq = _tail_variance(z, target_dim, basis)
     if kind == "tail":
-        return tail
+        return tail, zq
     # tail_fraction. A constant representation (dead units) has total variance 0 and an empty
     # tail: 0/0 would be NaN and poison the weights. Clamping at the smallest normal float makes
     # it 0 (zero gradient) and leaves every representable nonzero variance untouched, so the
     # fraction stays scale-free.
     total = _total_variance(_centred(z))
-    return tail / total.clamp_min(torch.finfo(total.dtype).tiny)
+    return tail / total.clamp_min(torch.finfo(total.dtype).tiny), zq
 
 
 def _total_variance(zc: Tensor) -> Tensor:
@@ -365,19 +405,31 @@ def top_subspace(z: Tensor, target_dim: int, start: Tensor | None = None) -> Ten
     """
     z = z.detach()
     if start is None:
-        q = _robust_eigh(covariance(z))[1][..., -target_dim:]
-    else:
-        # C start = Z~^T (Z~ start) / (N-1) without centring the N x d Z: Z~ start is Z start
-        # centred over the rows (N x d* only), and Z~^T Y = Z^T Y for any row-centred Y. The
-        # 1 / (N-1) does not change the span.
-        zs = z @ start
-        q = torch.linalg.qr(z.mT @ (zs - zs.mean(dim=-2, keepdim=True))).Q
-    axes = torch.eye(z.shape[-1], target_dim, dtype=z.dtype, device=z.device)
+        return _finite_or_axes(_robust_eigh(covariance(z))[1][..., -target_dim:])
+    zs = z @ start  # Z~ start is Z start centred over the rows: Z~ (N x d) is never formed
+    return _refined(z, zs - zs.mean(dim=-2, keepdim=True))
+
+
+def _refined(z: Tensor, zq: Tensor) -> Tensor:
+    """One subspace-iteration step: ``qr(C Q)`` from ``zq = Z~ Q`` (..., N, d*), computed as
+    ``Z^T (Z~ Q)``, since ``Z~^T Y = Z^T Y`` for any row-centred Y and the 1 / (N-1) does not
+    change the span: 2 N d d* multiply-adds with the product, C (N d^2) never formed."""
+    # (Z~Q)^T Z, transposed: the same product, about twice as fast as Z^T (Z~Q) on CPU BLAS.
+    return _finite_or_axes(torch.linalg.qr((zq.mT @ z.detach()).mT).Q)
+
+
+def _finite_or_axes(q: Tensor) -> Tensor:
+    """``q`` (..., d, d*), with each member's basis that is not finite replaced by the first d*
+    coordinate axes (no host sync to detect it; the iteration recovers from the axes)."""
+    axes = torch.eye(*q.shape[-2:], dtype=q.dtype, device=q.device)
     return torch.where(torch.isfinite(q).flatten(-2).all(-1)[..., None, None], q, axes)
 
 
-def _tail_variance(z: Tensor, target_dim: int, basis: Tensor | None = None) -> Tensor:
-    """``sum_{j > d*} mu_j`` of the covariance of ``z`` (..., N, d) -> (...,).
+def _tail_variance(
+    z: Tensor, target_dim: int, basis: Tensor | None = None
+) -> tuple[Tensor, Tensor | None]:
+    """``sum_{j > d*} mu_j`` of the covariance of ``z`` (..., N, d) -> (...,), and with
+    ``basis`` the product ``Z~ Q`` it was computed from (else None).
 
     Computed as ``trace(C) - sum_{j <= d*} mu_j``, which equals the tail sum, because:
 
@@ -403,21 +455,21 @@ def _tail_variance(z: Tensor, target_dim: int, basis: Tensor | None = None) -> T
     """
     n, d = z.shape[-2], z.shape[-1]
     if target_dim >= d or target_dim >= n - 1:
-        return z.new_zeros(z.shape[:-2])
+        return z.new_zeros(z.shape[:-2]), None
     if target_dim == 0:
-        return _total_variance(_centred(z))
+        return _total_variance(_centred(z)), None
     if basis is not None:
         if basis.shape[-2:] != (d, target_dim):
             raise ValueError(f"basis must be (..., {d}, {target_dim}), got {tuple(basis.shape)}")
-        given: Tensor = _TailOutsideBasis.apply(z, basis.detach().expand(*z.shape[:-2], d, -1))
-        return given
+        value, zq = _TailOutsideBasis.apply(z, basis.detach().expand(*z.shape[:-2], d, -1))
+        return value, zq
     zc = _centred(z)
     if not (torch.is_grad_enabled() and z.requires_grad):
         # Value only (evaluation): eigenvalues without eigenvectors, about half the eigh cost.
         top = _robust_eigvalsh(_small_gram(zc))[..., -target_dim:]
-        return _total_variance(zc) - top.sum(dim=-1)
+        return _total_variance(zc) - top.sum(dim=-1), None
     out: Tensor = _TailVariance.apply(zc, target_dim)
-    return out
+    return out, None
 
 
 def geomdr_lambda(step: int, cfg: GeomDRConfig) -> float:

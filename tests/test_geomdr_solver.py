@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from sweepgrok.cli import app
 from sweepgrok.config import ConfigError, GeomDRConfig, GeomDRPenalty, from_flat
 from sweepgrok.ensemble import WarmSubspaces, geomdr_loss
-from sweepgrok.geometry import covariance_spectrum, geomdr_penalty, top_subspace
+from sweepgrok.geometry import covariance_spectrum, geomdr_penalty, top_subspace, warm_penalty
 from sweepgrok.sink import ListSink
 from sweepgrok.trainer import CheckpointError, Trainer, train
 
@@ -128,6 +128,41 @@ def test_a_non_finite_basis_restarts_from_the_axes():
     for _ in range(100):
         basis = top_subspace(z, 2, basis)
     torch.testing.assert_close(basis @ basis.mT, exact @ exact.mT)  # the same span again
+
+
+@pytest.mark.parametrize("kind", ["tail", "tail_fraction"])
+def test_the_warm_penalty_is_the_penalty_at_its_basis_and_hands_on_the_refined_basis(kind):
+    # One product Z~Q serves the penalty and the next basis: both must be what the separate
+    # calls give (value, gradient, and top_subspace's one iteration step).
+    z = _cloud(torch.linspace(3.0, 0.1, 12, dtype=F64), n=80, members=2)
+    basis = _random_basis(2, 12, 3)
+    z_warm = z.clone().requires_grad_(True)
+    value, refined = warm_penalty(z_warm, 3, kind, basis)
+    (value * torch.tensor([1.0, 2.0], dtype=F64)).sum().backward()
+    want_value, want_grad = _grad(z, 3, kind, basis)
+    torch.testing.assert_close(value.detach(), want_value, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(z_warm.grad, want_grad, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(refined, top_subspace(z, 3, basis), rtol=1e-10, atol=1e-12)
+    assert not refined.requires_grad
+
+
+def test_the_warm_penalty_refuses_a_penalty_without_a_subspace():
+    with pytest.raises(ValueError, match="needs no top-d"):
+        warm_penalty(torch.randn(20, 6), 2, "trace", torch.eye(6, 2))
+
+
+def test_the_penalty_at_a_basis_in_float32_keeps_float32_accuracy_with_a_mean():
+    # Z~ is never formed: trace(C) = (||Z||^2 - N ||mean||^2) / (N-1) cancels in float32, by
+    # about (1 + N ||mean||^2 / ||Z~||^2) times the error with Z~ formed. ReLU-like rows
+    # (mean^2 / variance 0.5 per unit) against float64: 3.1e-6 here (2.0e-6 with Z~ formed),
+    # within 1e-5; the gradient (which forms Z - mean per element) at float32 rounding.
+    g = _gen(4)
+    z64 = torch.randn(2, 2000, 64, generator=g, dtype=F64) + 0.7
+    basis = _random_basis(2, 64, 4)
+    v32, g32 = _grad(z64.float(), 4, "tail", basis.float())
+    v64, g64 = _grad(z64, 4, "tail", basis)
+    torch.testing.assert_close(v32.double(), v64, rtol=1e-5, atol=0)
+    torch.testing.assert_close(g32.double(), g64, rtol=1e-4, atol=1e-8)
 
 
 def test_a_basis_of_the_wrong_shape_is_refused():
