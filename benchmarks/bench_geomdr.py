@@ -7,12 +7,11 @@ and b (d_model each) concatenated, ``n_layers`` ReLU hidden layers of width d_ml
 readout; addition mod 97 with train fraction 0.3 (2,823 examples). The GeomDR variants add
 ``lambda * sum_l geomdr_penalty(h_l[subset], d*)`` over every hidden layer, with a fresh seeded
 subset per step, as the trainer does; with the exact eigh (geomdr.solver eigh, the default) or
-the warm-started subspace iteration (geomdr.solver subspace: the penalty from the last step's
-basis, which one subspace-iteration step refines on this step's rows,
-``geometry.warm_penalty``). Variants are timed interleaved (round-robin, several rounds, median
-per step) so that load from other processes on a shared machine hits them all alike; only
-ratios are printed as results (absolute times vary with the machine), of wall clock and of
-process CPU time (the steadier of the two on a busy machine).
+the warm-started subspace iteration (geomdr.solver subspace: one step per training step from
+the last step's basis, ``geometry.top_subspace``). Variants are timed interleaved
+(round-robin, several rounds, median per step) so that load from other processes on a shared
+machine hits them all alike; only ratios are printed as results (absolute times vary with the
+machine), of wall clock and of process CPU time (the steadier of the two on a busy machine).
 
 Two sources, both by default (``--source local|trainer|both``):
 
@@ -36,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sweepgrok.geometry import geomdr_penalty, subsample_indices, top_subspace, warm_penalty
+from sweepgrok.geometry import geomdr_penalty, subsample_indices, top_subspace
 
 
 class BatchedMLP(nn.Module):
@@ -104,12 +103,10 @@ def make_step(v: Variant, args: argparse.Namespace, x: Tensor, y: Tensor) -> Cal
             penalty = logits.new_zeros(e)
             for i, h in enumerate(hidden):
                 z = (h if idx is None else h[:, idx]).to(v.dtype)
+                basis = None
                 if v.solver == "subspace":
-                    start = bases[i] if i in bases else top_subspace(z, args.target_dim)
-                    value, bases[i] = warm_penalty(z, args.target_dim, "tail", start)
-                else:
-                    value = geomdr_penalty(z, args.target_dim, "tail")
-                penalty = penalty + value.to(h.dtype)
+                    basis = bases[i] = top_subspace(z, args.target_dim, bases.get(i))
+                penalty = penalty + geomdr_penalty(z, args.target_dim, "tail", basis).to(h.dtype)
             loss = loss + 0.1 * penalty.sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from sweepgrok import geometry as geo
-from sweepgrok.config import GeomDRConfig, GeomDRPenalty
+from sweepgrok.config import GeomDRConfig
 
 
 def take(t: Tensor, idx: Tensor) -> Tensor:
@@ -36,22 +36,18 @@ def finite(z: Tensor) -> Tensor:
 
 
 class WarmSubspaces:
-    """Each regularized layer's top-d* covariance basis, per member (geomdr.solver subspace):
-    refined on the last training step's rows, it gives this step's penalty its top-d*
-    directions and is the start of this step's subspace iteration."""
+    """Each regularized layer's top-d* covariance basis from the last training step, per member
+    (geomdr.solver subspace): the start of the next step's subspace iteration."""
 
     def __init__(self) -> None:
         self.bases: dict[int, Tensor] = {}
         """Layer index -> (E, d, d*) orthonormal bases; a layer enters at its first penalty."""
 
-    def penalty(self, layer: int, z: Tensor, target_dim: int, kind: GeomDRPenalty) -> Tensor:
-        """The penalty `kind` of `layer`'s representations z (E, N, d) from its kept basis (the
-        exact eigenvectors of z at the layer's first penalty); keeps the basis refined on z."""
-        start = self.bases.get(layer)
-        if start is None:
-            start = geo.top_subspace(z, target_dim)
-        value, self.bases[layer] = geo.warm_penalty(z, target_dim, kind, start)
-        return value
+    def refine(self, layer: int, z: Tensor, target_dim: int) -> Tensor:
+        """The basis of `layer` refined on this step's representations z (E, N, d), kept."""
+        basis = geo.top_subspace(z, target_dim, self.bases.get(layer))
+        self.bases[layer] = basis
+        return basis
 
     def select(self, idx: Tensor) -> None:
         """Keep the members `idx` (the trainer's compaction)."""
@@ -82,8 +78,8 @@ def geomdr_loss(
     hidden: each layer's representations (E, N, d). With `gens` (one per member, training) the
     covariance is estimated on a fresh subset of cfg.subsample of the rows drawn from the
     member's generator; without (evaluation) on all rows. With `warm`, the top-d* directions
-    come from its bases (each refined one subspace-iteration step per training step); without,
-    from eigh."""
+    come from its bases, refined one subspace-iteration step on this step's rows; without, from
+    eigh."""
     layers = cfg.layers if cfg.layers is not None else range(len(hidden))
     e, n = hidden[0].shape[:2]
     idx = None
@@ -93,12 +89,14 @@ def geomdr_loss(
     total = hidden[0].new_zeros(e)
     for i in layers:
         h = hidden[i] if idx is None else take(hidden[i], idx)
+        basis = None
         rows, width = h.shape[-2], h.shape[-1]
         if warm is not None and geo.uses_subspace(rows, width, cfg.target_dim, cfg.penalty):
             # No finite() here: it costs a step ~10% at subsample 1.0, and the warm solver has
             # no eigh to raise on a diverged member's NaN: that member gets a NaN penalty (its
             # loss is NaN already) and a fresh basis (the axes), the others are untouched.
-            total = total + warm.penalty(i, h, cfg.target_dim, cfg.penalty)
+            basis = warm.refine(i, h, cfg.target_dim)
         else:
-            total = total + geo.geomdr_penalty(finite(h), cfg.target_dim, cfg.penalty)
+            h = finite(h)
+        total = total + geo.geomdr_penalty(h, cfg.target_dim, cfg.penalty, basis)
     return total

@@ -50,7 +50,6 @@ __all__ = [
     "subsample_indices",
     "top_subspace",
     "uses_subspace",
-    "warm_penalty",
 ]
 
 
@@ -272,9 +271,7 @@ class _TailVariance(torch.autograd.Function):
 
 class _TailOutsideBasis(torch.autograd.Function):
     """``trace(C) - trace(Q^T C Q)`` of ``z`` (..., N, d) for a constant orthonormal basis Q
-    (..., d, d*), with the gradient written out: ``2/(N-1) (Z~ - (Z~ Q) Q^T)``. Returns the
-    value (...,) and the thin product ``Z~ Q`` (..., N, d*), no gradient, which the warm solver
-    reuses for its next basis (``_refined``).
+    (..., d, d*), with the gradient written out: ``2/(N-1) (Z~ - (Z~ Q) Q^T)``.
 
     Z~ (N x d) is never formed: every pass over the (N, d) activations costs about as much as
     a thin product, and these passes were most of what the warm solver added to a plain step
@@ -287,19 +284,18 @@ class _TailOutsideBasis(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx: Any, z: Tensor, q: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(ctx: Any, z: Tensor, q: Tensor) -> Tensor:
         n = z.shape[-2]
         mean = z.mean(dim=-2, keepdim=True)
         zq = z @ q - mean @ q
         ctx.save_for_backward(z, mean, zq, q)
-        ctx.mark_non_differentiable(zq)
         total = torch.linalg.vector_norm(z, dim=(-2, -1)).square()
         total = total - n * mean.square().sum(dim=(-2, -1))
-        return (total - zq.square().sum(dim=(-2, -1))) / (n - 1), zq
+        return (total - zq.square().sum(dim=(-2, -1))) / (n - 1)
 
     @staticmethod
     @once_differentiable
-    def backward(ctx: Any, grad: Tensor, _: Tensor | None) -> tuple[Tensor, None]:
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
         z, mean, zq, q = ctx.saved_tensors
         (n, d), k = z.shape[-2:], q.shape[-1]
         scale = (grad * (2.0 / (n - 1)))[..., None, None]
@@ -326,57 +322,28 @@ def geomdr_penalty(
     ``basis`` (..., d, d*), orthonormal columns (``top_subspace``), replaces the eigensolver of
     tail and tail_fraction: the top-d* sum is taken as ``trace(Q^T C Q)``, Q held constant
     (see ``_tail_variance``). Ignored where no eigenvalue is needed (``uses_subspace`` false).
-    ``warm_penalty`` also returns the basis refined for the next step.
 
     Returns (...,), differentiable in ``z`` (first order; no double backward). The eigensolver
     runs in z's dtype: cast z (``z.double()``) to get float64; the gradient flows back
     through the cast.
     """
-    return _penalty(z, target_dim, kind, basis)[0]
-
-
-def warm_penalty(
-    z: Tensor, target_dim: int, kind: GeomDRPenalty, basis: Tensor
-) -> tuple[Tensor, Tensor]:
-    """``geomdr_penalty(z, target_dim, kind, basis)`` and the basis refined on ``z`` for the
-    next step (the warm solver, geomdr.solver subspace): one step of subspace iteration,
-    ``qr(Z~^T (Z~ Q))``, whose product ``Z~ Q`` is the penalty's own.
-
-    So the penalty of step t uses the basis refined on step t-1's rows (one step staler than
-    refining first and then penalizing, which would take a second product with Z). By Ky Fan
-    the value is still never below the exact tail, and at a converged basis value and gradient
-    are eigh's; a basis one step behind the representations tracks them as well (the per-step
-    change of the top-d* subspace is small next to what one iteration corrects; measured in
-    docs/speed.md). Only where ``uses_subspace`` holds (ValueError otherwise).
-    """
-    value, zq = _penalty(z, target_dim, kind, basis)
-    if zq is None:
-        raise ValueError(f"penalty {kind!r} with d* = {target_dim} of {tuple(z.shape)} "
-                         "representations needs no top-d* subspace")
-    return value, _refined(z, zq)
-
-
-def _penalty(
-    z: Tensor, target_dim: int, kind: GeomDRPenalty, basis: Tensor | None
-) -> tuple[Tensor, Tensor | None]:
-    """``geomdr_penalty`` and, where ``basis`` was used, the product ``Z~ Q`` (else None)."""
     if target_dim < 0:
         raise ValueError(f"target_dim must be >= 0, got {target_dim}")
     if kind not in get_args(GeomDRPenalty):
         raise ValueError(f"unknown GeomDR penalty {kind!r}: allowed {get_args(GeomDRPenalty)}")
     if z.shape[-2] < 2:  # one sample has no spread (and N - 1 = 0): 0, as the tail always was
-        return z.new_zeros(z.shape[:-2]), None
+        return z.new_zeros(z.shape[:-2])
     if kind == "trace":
-        return _total_variance(_centred(z)), None
-    tail, zq = _tail_variance(z, target_dim, basis)
+        return _total_variance(_centred(z))
+    tail = _tail_variance(z, target_dim, basis)
     if kind == "tail":
-        return tail, zq
+        return tail
     # tail_fraction. A constant representation (dead units) has total variance 0 and an empty
     # tail: 0/0 would be NaN and poison the weights. Clamping at the smallest normal float makes
     # it 0 (zero gradient) and leaves every representable nonzero variance untouched, so the
     # fraction stays scale-free.
     total = _total_variance(_centred(z))
-    return tail / total.clamp_min(torch.finfo(total.dtype).tiny), zq
+    return tail / total.clamp_min(torch.finfo(total.dtype).tiny)
 
 
 def _total_variance(zc: Tensor) -> Tensor:
@@ -425,11 +392,8 @@ def _finite_or_axes(q: Tensor) -> Tensor:
     return torch.where(torch.isfinite(q).flatten(-2).all(-1)[..., None, None], q, axes)
 
 
-def _tail_variance(
-    z: Tensor, target_dim: int, basis: Tensor | None = None
-) -> tuple[Tensor, Tensor | None]:
-    """``sum_{j > d*} mu_j`` of the covariance of ``z`` (..., N, d) -> (...,), and with
-    ``basis`` the product ``Z~ Q`` it was computed from (else None).
+def _tail_variance(z: Tensor, target_dim: int, basis: Tensor | None = None) -> Tensor:
+    """``sum_{j > d*} mu_j`` of the covariance of ``z`` (..., N, d) -> (...,).
 
     Computed as ``trace(C) - sum_{j <= d*} mu_j``, which equals the tail sum, because:
 
@@ -455,21 +419,21 @@ def _tail_variance(
     """
     n, d = z.shape[-2], z.shape[-1]
     if target_dim >= d or target_dim >= n - 1:
-        return z.new_zeros(z.shape[:-2]), None
+        return z.new_zeros(z.shape[:-2])
     if target_dim == 0:
-        return _total_variance(_centred(z)), None
+        return _total_variance(_centred(z))
     if basis is not None:
         if basis.shape[-2:] != (d, target_dim):
             raise ValueError(f"basis must be (..., {d}, {target_dim}), got {tuple(basis.shape)}")
-        value, zq = _TailOutsideBasis.apply(z, basis.detach().expand(*z.shape[:-2], d, -1))
-        return value, zq
+        given: Tensor = _TailOutsideBasis.apply(z, basis.detach().expand(*z.shape[:-2], d, -1))
+        return given
     zc = _centred(z)
     if not (torch.is_grad_enabled() and z.requires_grad):
         # Value only (evaluation): eigenvalues without eigenvectors, about half the eigh cost.
         top = _robust_eigvalsh(_small_gram(zc))[..., -target_dim:]
-        return _total_variance(zc) - top.sum(dim=-1), None
+        return _total_variance(zc) - top.sum(dim=-1)
     out: Tensor = _TailVariance.apply(zc, target_dim)
-    return out, None
+    return out
 
 
 def geomdr_lambda(step: int, cfg: GeomDRConfig) -> float:

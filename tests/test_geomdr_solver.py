@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from sweepgrok.cli import app
 from sweepgrok.config import ConfigError, GeomDRConfig, GeomDRPenalty, from_flat
 from sweepgrok.ensemble import WarmSubspaces, geomdr_loss
-from sweepgrok.geometry import covariance_spectrum, geomdr_penalty, top_subspace, warm_penalty
+from sweepgrok.geometry import covariance_spectrum, geomdr_penalty, top_subspace
 from sweepgrok.sink import ListSink
 from sweepgrok.trainer import CheckpointError, Trainer, train
 
@@ -130,25 +130,20 @@ def test_a_non_finite_basis_restarts_from_the_axes():
     torch.testing.assert_close(basis @ basis.mT, exact @ exact.mT)  # the same span again
 
 
-@pytest.mark.parametrize("kind", ["tail", "tail_fraction"])
-def test_the_warm_penalty_is_the_penalty_at_its_basis_and_hands_on_the_refined_basis(kind):
-    # One product Z~Q serves the penalty and the next basis: both must be what the separate
-    # calls give (value, gradient, and top_subspace's one iteration step).
-    z = _cloud(torch.linspace(3.0, 0.1, 12, dtype=F64), n=80, members=2)
-    basis = _random_basis(2, 12, 3)
-    z_warm = z.clone().requires_grad_(True)
-    value, refined = warm_penalty(z_warm, 3, kind, basis)
-    (value * torch.tensor([1.0, 2.0], dtype=F64)).sum().backward()
-    want_value, want_grad = _grad(z, 3, kind, basis)
-    torch.testing.assert_close(value.detach(), want_value, rtol=1e-12, atol=1e-12)
-    torch.testing.assert_close(z_warm.grad, want_grad, rtol=1e-12, atol=1e-12)
-    torch.testing.assert_close(refined, top_subspace(z, 3, basis), rtol=1e-10, atol=1e-12)
-    assert not refined.requires_grad
-
-
-def test_the_warm_penalty_refuses_a_penalty_without_a_subspace():
-    with pytest.raises(ValueError, match="needs no top-d"):
-        warm_penalty(torch.randn(20, 6), 2, "trace", torch.eye(6, 2))
+def test_the_penalty_at_any_basis_is_the_plain_formula_with_autograd():
+    # The written-out value and gradient (Z~ never formed) against trace(C) - trace(Q^T C Q)
+    # through autograd, at a basis far from the eigenvectors and with a mean in the rows.
+    z = torch.randn(2, 30, 7, generator=_gen(2), dtype=F64) + torch.linspace(-2, 3, 7, dtype=F64)
+    basis = _random_basis(2, 7, 3)
+    value, grad = _grad(z, 3, "tail", basis)
+    plain = z.clone().requires_grad_(True)
+    zc = plain - plain.mean(dim=-2, keepdim=True)
+    c = zc.mT @ zc / (30 - 1)
+    want = c.diagonal(dim1=-2, dim2=-1).sum(-1) - (basis.mT @ c @ basis).diagonal(
+        dim1=-2, dim2=-1).sum(-1)
+    (want * torch.tensor([1.0, 2.0], dtype=F64)).sum().backward()
+    torch.testing.assert_close(value, want.detach(), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(grad, plain.grad, rtol=1e-10, atol=1e-12)
 
 
 def test_the_penalty_at_a_basis_in_float32_keeps_float32_accuracy_with_a_mean():
