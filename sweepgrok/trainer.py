@@ -296,6 +296,20 @@ class Trainer:
             raise CheckpointError(f"{file}: not a sweepgrok checkpoint of this version")
         if state.get("run_ids") != self.run_ids:
             raise CheckpointError(f"checkpoint {path} belongs to runs {state.get('run_ids')}")
+        try:
+            self._restore(path, state)
+        except (KeyError, TypeError, AttributeError, ValueError, RuntimeError, IndexError) as err:
+            if isinstance(err, CheckpointError):
+                raise
+            # A file of this version whose parts are not what save_checkpoint writes (edited,
+            # or written by a tampered build): refused like a damaged one, not a traceback.
+            why = (str(err).strip().splitlines() or [""])[0]
+            raise CheckpointError(
+                f"{file}: not a sweepgrok checkpoint of this version: "
+                f"{type(err).__name__}: {why}") from None
+
+    def _restore(self, path: Path, state: dict[str, Any]) -> None:
+        """Every part of a loaded checkpoint into this trainer (load_checkpoint checks first)."""
         self._compact([self.active.index(m) for m in state["active"]])
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["opt"])

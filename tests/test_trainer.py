@@ -8,7 +8,7 @@ import torch
 
 from sweepgrok.config import from_flat, load_config
 from sweepgrok.sink import METRICS_SCHEMA, ListSink
-from sweepgrok.trainer import CHECKPOINT_FILE, CheckpointError, eval_steps, train
+from sweepgrok.trainer import CHECKPOINT_FILE, CheckpointError, Trainer, eval_steps, train
 
 TINY = {
     "task.p": 11, "task.train_fraction": 0.6, "model.d_model": 16, "model.n_heads": 2,
@@ -121,6 +121,23 @@ def test_resume_never_runs_code_from_a_checkpoint(tmp_path, content):
     with pytest.raises(CheckpointError, match=r"trainer\.pt: not a sweepgrok checkpoint"):
         train(_cfg(), ListSink(), resume_from=ckpt)
     assert not flag.exists()
+
+
+@pytest.mark.parametrize("part", ["gens", "model", "active"])
+def test_a_checkpoint_with_a_part_of_the_wrong_kind_is_refused(tmp_path, part):
+    # Right version and run ids, one part replaced by something save_checkpoint never writes.
+    cfg = _cfg(**{"train.max_steps": 20})
+
+    def save_at_10(report):
+        if report.step == 10:
+            report.save_checkpoint(tmp_path / "ckpt")
+
+    train(cfg, ListSink(), on_eval=save_at_10)
+    state = torch.load(tmp_path / "ckpt" / CHECKPOINT_FILE, weights_only=True)
+    state[part] = {"gens": [1], "model": {"w": torch.zeros(2)}, "active": [99]}[part]
+    torch.save(state, tmp_path / "ckpt" / CHECKPOINT_FILE)
+    with pytest.raises(CheckpointError, match=r"trainer\.pt: not a sweepgrok checkpoint of this"):
+        Trainer(cfg).load_checkpoint(tmp_path / "ckpt")
 
 
 def test_nan_loss_ends_as_diverged_not_a_crash():
