@@ -48,12 +48,13 @@ EVAL_EVERY = 50
 CHECKPOINT_EVERY = 8
 """Evaluations between trial checkpoints: one every 400 steps."""
 # Long enough (several seconds per trial here) that the worker's trial is surely mid-run
-# after its first checkpoint.
+# after its first checkpoint, with a dozen checkpoint intervals in which to catch it between
+# two (3,000 steps once let a quick machine finish the sweep before the test saw one).
 BASE = {
     **TINY_BASE,
     "train": {
         **TINY_BASE["train"],
-        "max_steps": 3000,
+        "max_steps": 5000,
         "eval_every": EVAL_EVERY,
         "stop_after_grok": False,
     },
