@@ -49,6 +49,11 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be resumed from (damaged, crafted, or another run's)."""
 
 
+def _why(err: BaseException) -> str:
+    """The first line of an error's message (torch's can run to many), else its type's name."""
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
+
+
 def eval_steps(max_steps: int, eval_every: int, early: bool) -> list[int]:
     """Step 0, every eval_every steps, the last step, and (early) 1-2-5 log-spaced steps
     below eval_every so the first phase of a curve is visible on a log axis."""
@@ -290,23 +295,21 @@ class Trainer:
         try:
             state = torch.load(file, map_location=self.device, weights_only=True)
         except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as err:
-            why = (str(err).strip().splitlines() or [type(err).__name__])[0]
-            raise CheckpointError(f"{file}: not a sweepgrok checkpoint: {why}") from None
+            raise CheckpointError(f"{file}: not a sweepgrok checkpoint: {_why(err)}") from None
         if not isinstance(state, dict) or state.get("version") != CHECKPOINT_VERSION:
             raise CheckpointError(f"{file}: not a sweepgrok checkpoint of this version")
         if state.get("run_ids") != self.run_ids:
             raise CheckpointError(f"checkpoint {path} belongs to runs {state.get('run_ids')}")
         try:
             self._restore(path, state)
+        except CheckpointError:
+            raise
         except (KeyError, TypeError, AttributeError, ValueError, RuntimeError, IndexError) as err:
-            if isinstance(err, CheckpointError):
-                raise
             # A file of this version whose parts are not what save_checkpoint writes (edited,
             # or written by a tampered build): refused like a damaged one, not a traceback.
-            why = (str(err).strip().splitlines() or [""])[0]
             raise CheckpointError(
                 f"{file}: not a sweepgrok checkpoint of this version: "
-                f"{type(err).__name__}: {why}") from None
+                f"{type(err).__name__}: {_why(err)}") from None
 
     def _restore(self, path: Path, state: dict[str, Any]) -> None:
         """Every part of a loaded checkpoint into this trainer (load_checkpoint checks first)."""
