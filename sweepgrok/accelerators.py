@@ -111,6 +111,12 @@ class GradFilter:
         if self.seen + 1 >= c.window:
             g.add_(ring.mean(0), alpha=c.lam)
 
+    def count_replayed_step(self) -> None:
+        """Count a step whose filtering ran inside a replayed CUDA graph (apply_ ran only
+        while it was captured)."""
+        if self.cfg.kind != "none":
+            self.seen += 1
+
     def select(self, idx: Tensor) -> None:
         """Keep the members `idx` (the trainer's compaction)."""
         axis = 1 if self.cfg.kind == "ma" else 0

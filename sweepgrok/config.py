@@ -26,6 +26,8 @@ NormName = Literal["none", "layernorm", "rmsnorm", "sphere"]
 Attention = Literal["softmax", "uniform"]
 Unembed = Literal["auto", "linear", "cosine"]
 Device = Literal["auto", "cpu", "cuda"]
+CudaGraph = Literal["auto", "on", "off"]
+MatmulPrecision = Literal["highest", "high"]
 GeomDRPenalty = Literal["tail", "tail_fraction", "trace"]
 GeomDRSolver = Literal["eigh", "subspace"]
 LossName = Literal["cross_entropy", "stablemax"]
@@ -302,6 +304,16 @@ class TrainConfig(_Section):
     """cpu, cuda, or auto (cuda when available). cuda on a machine without CUDA: `train` exits
     with the error before training; `validate` only warns (the file may be meant for a GPU
     machine)."""
+    cuda_graph: CudaGraph = "auto"
+    """Replay the whole training step (forward, loss, backward, gradient shaping, AdamW) as one
+    captured CUDA graph: auto = on a CUDA device, off on a CPU. A step that cannot be captured
+    (minibatches, geomdr.subsample < 1, geomdr.solver eigh, grokfast ma) runs eagerly, said
+    once in the log. on = as auto, but a CPU device is an error. Same arithmetic either way:
+    on CUDA the optimizer is always the capturable AdamW."""
+    matmul_precision: MatmulPrecision = "highest"
+    """float32 matrix products: highest = full float32; high = TensorFloat-32 on GPUs that have
+    it (faster, ~10 mantissa bits per operand; embedding lookups on CUDA are products too, so
+    they round the same way). No effect on a CPU."""
     threads: int | None = Field(None, ge=1, le=MAX_THREADS)
     """torch intra-op threads for this run; null = leave torch's default (at most 1024, more
     than any machine's cores)."""
@@ -313,6 +325,9 @@ class TrainConfig(_Section):
     def _check(self) -> TrainConfig:
         if self.seeds is not None and len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"train.seeds must be a list of distinct ints: {self.seeds}")
+        if self.cuda_graph == "on" and self.device == "cpu":
+            raise ValueError("train.cuda_graph: on needs a CUDA device, but train.device is "
+                             "cpu: use cuda_graph auto or off, or device cuda or auto")
         return self
 
     @property
@@ -625,22 +640,23 @@ def load_config(path: str | Path, overrides: Iterable[str] = ()) -> Config:
     return from_tree(merge(tree, parse_overrides(overrides)), str(path))
 
 
-def device_problem(device: str) -> str | None:
-    """Why train.device cannot run on this machine (cuda without a CUDA device), else None.
+def device_problem(device: str, cuda_graph: str = "auto") -> str | None:
+    """Why train.device (or train.cuda_graph: on) cannot run on this machine, else None.
 
     Machine-dependent, so not part of validation: ``train`` refuses it before training,
     ``validate`` only warns (a file may be meant for a GPU machine).
     """
-    if device != "cuda":
+    if device != "cuda" and cuda_graph != "on":
         return None
     import torch  # here, not at the top: config stays light for the CLI
 
     if torch.cuda.is_available():
         return None
-    return (
-        "train.device: cuda, but torch finds no CUDA device on this machine: use cpu or auto "
-        "(cuda when available), or run on a GPU machine"
-    )
+    if device == "cuda":
+        key, fix = "train.device: cuda", "use cpu or auto (cuda when available)"
+    else:
+        key, fix = "train.cuda_graph: on", "use cuda_graph auto (on where CUDA is) or off"
+    return f"{key}, but torch finds no CUDA device on this machine: {fix}, or run on a GPU machine"
 
 
 def config_hash(cfg: Config) -> str:

@@ -44,10 +44,16 @@ class WarmSubspaces:
         """Layer index -> (E, d, d*) orthonormal bases; a layer enters at its first penalty."""
 
     def refine(self, layer: int, z: Tensor, target_dim: int) -> Tensor:
-        """The basis of `layer` refined on this step's representations z (E, N, d), kept."""
-        basis = geo.top_subspace(z, target_dim, self.bases.get(layer))
-        self.bases[layer] = basis
-        return basis
+        """The basis of `layer` refined on this step's representations z (E, N, d), kept.
+
+        A layer's basis is updated in place once it exists: a captured CUDA graph reads and
+        writes the same memory on every replay (the values are those of a fresh tensor)."""
+        old = self.bases.get(layer)
+        basis = geo.top_subspace(z, target_dim, old)
+        if old is None or old.shape != basis.shape:
+            self.bases[layer] = basis
+            return basis
+        return old.copy_(basis)
 
     def select(self, idx: Tensor) -> None:
         """Keep the members `idx` (the trainer's compaction)."""

@@ -19,13 +19,15 @@ def configure_process(train: TrainConfig, default_threads: int | None = None) ->
     - torch intra-op threads: train.threads, else `default_threads` (e.g. a Ray trial's CPU
       share), else torch's default is left alone;
     - deterministic kernels (train.deterministic). warn_only: on CUDA, ops without a
-      deterministic kernel warn instead of raising.
+      deterministic kernel warn instead of raising;
+    - float32 matrix-product precision (train.matmul_precision: TF32 or not).
     """
     keep_freed_memory()
     threads = train.threads or default_threads
     if threads:
         torch.set_num_threads(threads)
     torch.use_deterministic_algorithms(train.deterministic, warn_only=True)
+    torch.set_float32_matmul_precision(train.matmul_precision)
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters (malloc.h)

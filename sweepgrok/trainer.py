@@ -33,6 +33,7 @@ from sweepgrok.accelerators import GradFilter, per_example_loss, perpendicular_g
 from sweepgrok.config import Config, config_hash, update
 from sweepgrok.ensemble import WarmSubspaces, geomdr_loss, take
 from sweepgrok.events import RunTracker, end_status, run_row
+from sweepgrok.graphstep import GraphedStep, uses_graph
 from sweepgrok.models import build_model, is_decayed
 from sweepgrok.provenance import provenance
 from sweepgrok.sink import Sink
@@ -132,6 +133,13 @@ class Trainer:
             for rid in self.run_ids
         ]
         self.active = list(range(len(self.seeds)))  # member index of each ensemble slot
+        self.ended: set[int] = set()
+        """Members that ended but still fill a slot (a captured step compacts lazily)."""
+        self.graphed = (
+            GraphedStep(self._step_body, cfg, self.train_x.shape[1], self.device,
+                        self.grad_filter, lambda: self.opt.zero_grad(set_to_none=True))
+            if uses_graph(cfg, self.device) else None
+        )
         self.step = 0
         self.elapsed = 0.0
         self.done: list[dict[str, Any]] = []
@@ -174,7 +182,10 @@ class Trainer:
         if rest:
             groups.append({"params": rest, "weight_decay": 0.0})
         # foreach: one fused kernel per op over all parameters instead of a Python loop.
-        return torch.optim.AdamW(groups, lr=o.lr, betas=o.betas, eps=o.eps, foreach=True)
+        # capturable on every CUDA run (step counts and bias corrections on the device): a CUDA
+        # graph can replay it, and eager and graph runs then do the same arithmetic.
+        return torch.optim.AdamW(groups, lr=o.lr, betas=o.betas, eps=o.eps, foreach=True,
+                                 capturable=self.device.type == "cuda")
 
     # ---- one step -----------------------------------------------------------------------
 
@@ -189,8 +200,17 @@ class Trainer:
         return take(self.train_x, idx), take(self.train_y, idx)
 
     def _train_step(self, lam: float) -> None:
+        """One step: replayed from a CUDA graph where one is used (after the learning-rate
+        warm-up, whose changing lr a graph would not see), else eagerly."""
+        if self.graphed is not None and self.step > self.cfg.optim.warmup_steps + 1:
+            self.graphed(lam)
+        else:
+            self._step_body(lam, lam > 0)
+
+    def _step_body(self, lam: float | Tensor, penalized: bool) -> None:
+        """The step itself (eager, or being captured: then `lam` is a device scalar)."""
         x, y = self._batch()
-        hidden: list[Tensor] | None = [] if lam > 0 else None
+        hidden: list[Tensor] | None = [] if penalized else None
         logits = self.model(x, hidden=hidden)
         per = per_example_loss(logits, y, self.cfg.optim.loss)
         loss = per.mean(1).sum()  # sum over members: independent gradients
@@ -225,7 +245,13 @@ class Trainer:
         host = evaluation.to_host(measures)  # the one host sync of this evaluation
         common = {"wall_time": self.elapsed + time.perf_counter() - self._t0,
                   "lr": self.opt.param_groups[0]["lr"], "geomdr_lambda": lam}
-        return evaluation.rows(host, [self.run_ids[m] for m in self.active], step, common)
+        metrics, geometry = evaluation.rows(
+            host, [self.run_ids[m] for m in self.active], step, common)
+        if not self.ended:
+            return metrics, geometry
+        gone = {self.run_ids[m] for m in self.ended}  # rows of members that ended are not kept
+        return ([r for r in metrics if r["run_id"] not in gone],
+                [r for r in geometry if r["run_id"] not in gone])
 
     # ---- run ends, stops, compaction ----------------------------------------------------
 
@@ -245,10 +271,28 @@ class Trainer:
                 self._stops.add(run_id)
                 self._finish(slot, "censored", report)
 
+    def _running_slots(self) -> list[int]:
+        return [s for s, m in enumerate(self.active) if m not in self.ended]
+
+    def _retire(self, keep_slots: list[int]) -> None:
+        """End the running members outside `keep_slots`.
+
+        Eager steps drop them at once. A captured step would have to be re-captured at every
+        drop, so ended members stay in the ensemble (their rows are no longer kept) until at
+        most half the slots still run: at most log2(E) re-captures per run."""
+        if self.graphed is None or 2 * len(keep_slots) <= len(self.active):
+            self._compact(keep_slots)
+            return
+        self.ended |= {self.active[s] for s in self._running_slots() if s not in keep_slots}
+
     def _compact(self, keep_slots: list[int]) -> None:
-        """Drop ended members from the ensemble (parameters, optimizer state, data)."""
+        """Drop every member outside `keep_slots` from the ensemble (parameters, optimizer
+        state, data)."""
+        self.ended -= {self.active[s] for s in range(len(self.active)) if s not in keep_slots}
         if len(keep_slots) == len(self.active):
             return
+        if self.graphed is not None:
+            self.graphed.reset()  # the graph captured the tensors replaced below
         idx = torch.tensor(keep_slots, dtype=torch.long, device=self.device)
         for p in self.model.parameters():
             p.data = p.data.index_select(0, idx)
@@ -270,6 +314,7 @@ class Trainer:
         path.mkdir(parents=True, exist_ok=True)
         state = {
             "version": CHECKPOINT_VERSION, "step": self.step, "active": self.active,
+            "ended": sorted(self.ended),
             "run_ids": self.run_ids,
             "model": self.model.state_dict(), "opt": self.opt.state_dict(),
             "gens": [g.get_state() for g in self.gens],
@@ -314,6 +359,7 @@ class Trainer:
     def _restore(self, path: Path, state: dict[str, Any]) -> None:
         """Every part of a loaded checkpoint into this trainer (load_checkpoint checks first)."""
         self._compact([self.active.index(m) for m in state["active"]])
+        self.ended = set(state.get("ended", []))  # none before lazy compaction existed
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["opt"])
         # A generator's state is a host ByteTensor, a CUDA generator's too: map_location moved
@@ -366,8 +412,8 @@ class Trainer:
         metrics, geometry = self._evaluate(self.step, lam)
         report = EvalReport(self.step, metrics, geometry, [], self)
         keep = []
-        for slot, (m, row) in enumerate(zip(self.active, metrics, strict=True)):
-            tr = self.trackers[m]
+        for slot, row in zip(self._running_slots(), metrics, strict=True):
+            tr = self.trackers[self.active[slot]]
             tr.update(self.step, row["train_acc"], row["test_acc"], row.get("deff"))
             diverged = not math.isfinite(row["train_loss"])
             status = end_status(tr, self.step, self.cfg.train.max_steps, diverged,
@@ -385,7 +431,7 @@ class Trainer:
         if sink is not None:
             for row in report.finished:
                 sink.write_run(row)
-        self._compact(keep)
+        self._retire(keep)
 
 
 def _member_config(cfg: Config, seed: int) -> Config:

@@ -42,7 +42,7 @@ def train(
         cfg = load_config(config, set_ or [])
     except ConfigError as err:
         raise fail(str(err)) from None
-    problem = device_problem(cfg.train.device)
+    problem = device_problem(cfg.train.device, cfg.train.cuda_graph)
     if problem:
         raise fail(problem, str(config))
     where = "--out" if out is not None else None
