@@ -181,11 +181,13 @@ class Trainer:
         groups = [{"params": decay, "weight_decay": o.weight_decay}]
         if rest:
             groups.append({"params": rest, "weight_decay": 0.0})
-        # foreach: one fused kernel per op over all parameters instead of a Python loop.
-        # capturable on every CUDA run (step counts and bias corrections on the device): a CUDA
-        # graph can replay it, and eager and graph runs then do the same arithmetic.
-        return torch.optim.AdamW(groups, lr=o.lr, betas=o.betas, eps=o.eps, foreach=True,
-                                 capturable=self.device.type == "cuda")
+        if self.device.type == "cuda":
+            # One fused kernel per parameter group, step counts on the device: a CUDA graph can
+            # replay it (capturable), and eager and graph runs do the same arithmetic.
+            return torch.optim.AdamW(groups, lr=o.lr, betas=o.betas, eps=o.eps, fused=True,
+                                     capturable=True)
+        # foreach: one kernel per op over all parameters instead of a Python loop.
+        return torch.optim.AdamW(groups, lr=o.lr, betas=o.betas, eps=o.eps, foreach=True)
 
     # ---- one step -----------------------------------------------------------------------
 

@@ -230,7 +230,8 @@ def test_resume_with_ended_members_in_the_ensemble_is_bit_identical(tmp_path):
 
 def _cuda_run(over: dict[str, Any], graph: str) -> tuple[ListSink, Trainer]:
     cfg = _cfg(over, {"train.device": "cuda", "train.cuda_graph": graph})
-    trainer, sink = Trainer(cfg), ListSink()
+    # The same run ids for both settings (cuda_graph is a key of the config hash).
+    trainer, sink = Trainer(cfg, run_ids=[f"seed{s}" for s in SEEDS]), ListSink()
     trainer.run(sink, None)
     return sink, trainer
 
