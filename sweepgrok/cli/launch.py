@@ -120,7 +120,6 @@ def launch(
         return
     try:
         prepare_grid_folder(sweep_dir, resume=resume, fresh=fresh)
-        keep_sweep_file(spec.settings.source, sweep_dir)  # creates the folder and its marker
     except ConfigError as err:
         raise fail(str(err)) from None
     from sweepgrok.sink import PartWriteError
@@ -129,6 +128,8 @@ def launch(
     sweep_dir = sweep_dir.resolve()
     try:
         outcome = run(spec, sweep_dir, address, max_concurrent, resume, verbose, tracker)
+    except ConfigError as err:  # the cluster cannot hold a trial (nothing written yet)
+        raise fail(str(err)) from None
     except PartWriteError as err:  # Tune's state is saved: the trials resume from checkpoints
         then = f"`sweepgrok launch {grid} --resume` continues"
         raise cannot_write_rows(err, then) from None
@@ -150,7 +151,10 @@ def run(
     verbose: bool = False,
     tracker: list[str] | None = None,
 ) -> Any:
-    """Start Ray (embedded or cluster) and run the trials."""
+    """Start Ray (embedded or cluster) and run the trials.
+
+    The grid file is kept in the sweep folder (which that creates, with its marker) once Ray
+    is up and can hold a trial: a launch refused for its resources leaves nothing behind."""
     from sweepgrok.trackers import parse_trackers
     from sweepgrok.tune.grid import launch_grid
 
@@ -162,4 +166,5 @@ def run(
         resume=resume,
         verbose=verbose,
         trackers=parse_trackers(tracker),
+        on_ready=lambda: keep_sweep_file(spec.settings.source, sweep_dir),
     )

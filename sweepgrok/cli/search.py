@@ -141,7 +141,6 @@ def search(
         )
         sweep_dir = spec.sweep_dir(storage)
         record = prepare_search_folder(spec, sweep_dir, resume=resume, fresh=fresh)
-        keep_sweep_file(spec.settings.source, sweep_dir)  # creates the folder and its marker
     except ConfigError as err:
         raise fail(str(err)) from None
     from sweepgrok.sink import PartWriteError
@@ -149,6 +148,8 @@ def search(
     print_dashboard_command(record)
     try:
         outcome = run(spec, sweep_dir, record, address, verbose, tracker)
+    except ConfigError as err:  # the cluster cannot hold a trial (nothing written yet)
+        raise fail(str(err)) from None
     except PartWriteError as err:  # the study and Tune's state are saved: --resume goes on
         then = f"`sweepgrok search {search_file} --resume` continues"
         raise cannot_write_rows(err, then) from None
@@ -174,11 +175,19 @@ def run(
     verbose: bool = False,
     tracker: list[str] | None = None,
 ) -> Any:
-    """Persist the study record, then run the trials."""
+    """Run the trials; once Ray is up and can hold a trial, keep the search file in the sweep
+    folder (which that creates, with its marker) and persist the study record: a search refused
+    for its resources leaves nothing behind."""
     from sweepgrok.study import write_study_record
     from sweepgrok.trackers import parse_trackers
     from sweepgrok.tune.search import run_search
 
-    write_study_record(sweep_dir, record)
+    def keep_files() -> None:
+        keep_sweep_file(spec.settings.source, sweep_dir)
+        write_study_record(sweep_dir, record)
+
     trackers = parse_trackers(tracker)
-    return run_search(spec, sweep_dir, record, address=address, verbose=verbose, trackers=trackers)
+    return run_search(
+        spec, sweep_dir, record, address=address, verbose=verbose, trackers=trackers,
+        on_ready=keep_files,
+    )
