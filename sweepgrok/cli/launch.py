@@ -32,7 +32,7 @@ from sweepgrok.cli.common import (
 from sweepgrok.config import ConfigError
 from sweepgrok.labels import key_labels
 from sweepgrok.spaces import GridSpec, load_grid, read_sweep_doc
-from sweepgrok.sweepdir import keep_sweep_file, prepare_grid_folder
+from sweepgrok.sweepdir import delete_sweep_folder, keep_sweep_file, prepare_grid_folder
 
 console = plain_console()
 
@@ -120,6 +120,8 @@ def launch(
         return
     try:
         prepare_grid_folder(sweep_dir, resume=resume, fresh=fresh)
+        new_folder = not sweep_dir.exists()
+        keep_sweep_file(spec.settings.source, sweep_dir)  # creates the folder and its marker
     except ConfigError as err:
         raise fail(str(err)) from None
     from sweepgrok.sink import PartWriteError
@@ -128,7 +130,9 @@ def launch(
     sweep_dir = sweep_dir.resolve()
     try:
         outcome = run(spec, sweep_dir, address, max_concurrent, resume, verbose, tracker)
-    except ConfigError as err:  # the cluster cannot hold a trial (nothing written yet)
+    except ConfigError as err:  # no node of the cluster can hold a trial: none started
+        if new_folder:  # leave nothing behind (the next launch keeps the corrected file)
+            delete_sweep_folder(sweep_dir)
         raise fail(str(err)) from None
     except PartWriteError as err:  # Tune's state is saved: the trials resume from checkpoints
         then = f"`sweepgrok launch {grid} --resume` continues"
@@ -151,10 +155,7 @@ def run(
     verbose: bool = False,
     tracker: list[str] | None = None,
 ) -> Any:
-    """Start Ray (embedded or cluster) and run the trials.
-
-    The grid file is kept in the sweep folder (which that creates, with its marker) once Ray
-    is up and can hold a trial: a launch refused for its resources leaves nothing behind."""
+    """Start Ray (embedded or cluster) and run the trials."""
     from sweepgrok.trackers import parse_trackers
     from sweepgrok.tune.grid import launch_grid
 
@@ -166,5 +167,4 @@ def run(
         resume=resume,
         verbose=verbose,
         trackers=parse_trackers(tracker),
-        on_ready=lambda: keep_sweep_file(spec.settings.source, sweep_dir),
     )

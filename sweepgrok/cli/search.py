@@ -33,7 +33,7 @@ from sweepgrok.cli.common import (
 )
 from sweepgrok.config import ConfigError
 from sweepgrok.search_file import SearchSpec, load_search
-from sweepgrok.sweepdir import keep_sweep_file, prepare_search_folder
+from sweepgrok.sweepdir import delete_sweep_folder, keep_sweep_file, prepare_search_folder
 
 console = plain_console()
 
@@ -141,6 +141,8 @@ def search(
         )
         sweep_dir = spec.sweep_dir(storage)
         record = prepare_search_folder(spec, sweep_dir, resume=resume, fresh=fresh)
+        new_folder = not sweep_dir.exists()
+        keep_sweep_file(spec.settings.source, sweep_dir)  # creates the folder and its marker
     except ConfigError as err:
         raise fail(str(err)) from None
     from sweepgrok.sink import PartWriteError
@@ -148,7 +150,9 @@ def search(
     print_dashboard_command(record)
     try:
         outcome = run(spec, sweep_dir, record, address, verbose, tracker)
-    except ConfigError as err:  # the cluster cannot hold a trial (nothing written yet)
+    except ConfigError as err:  # no node of the cluster can hold a trial: none started
+        if new_folder:  # leave nothing behind: no study record, a fresh start next time
+            delete_sweep_folder(sweep_dir)
         raise fail(str(err)) from None
     except PartWriteError as err:  # the study and Tune's state are saved: --resume goes on
         then = f"`sweepgrok search {search_file} --resume` continues"
@@ -175,19 +179,11 @@ def run(
     verbose: bool = False,
     tracker: list[str] | None = None,
 ) -> Any:
-    """Run the trials; once Ray is up and can hold a trial, keep the search file in the sweep
-    folder (which that creates, with its marker) and persist the study record: a search refused
-    for its resources leaves nothing behind."""
+    """Persist the study record, then run the trials."""
     from sweepgrok.study import write_study_record
     from sweepgrok.trackers import parse_trackers
     from sweepgrok.tune.search import run_search
 
-    def keep_files() -> None:
-        keep_sweep_file(spec.settings.source, sweep_dir)
-        write_study_record(sweep_dir, record)
-
+    write_study_record(sweep_dir, record)
     trackers = parse_trackers(tracker)
-    return run_search(
-        spec, sweep_dir, record, address=address, verbose=verbose, trackers=trackers,
-        on_ready=keep_files,
-    )
+    return run_search(spec, sweep_dir, record, address=address, verbose=verbose, trackers=trackers)

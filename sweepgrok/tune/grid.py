@@ -256,23 +256,19 @@ def launch_grid(
     train_fn: Callable[..., Any] | None = None,
     trackers: Sequence[TrackerSpec] = (),
     num_gpus: int | None = None,
-    on_ready: Callable[[], object] | None = None,
 ) -> Outcome:
     """Run (or, with `resume`, restore and finish) a grid's trials; rows land in sweep_dir.
 
     `verbose` lets Ray's worker output through (see start_ray). `train_fn` replaces
     sweepgrok.trainer.train inside the trials (tests: a trainer that fails). The driver mirrors
-    the rows to `trackers` (sweepgrok.trackers). Once Ray is up and its nodes can hold a trial
-    (else ClusterTooSmall, before anything is written), `on_ready` runs (the CLI keeps the
-    grid file in the sweep folder then).
+    the rows to `trackers` (sweepgrok.trackers). Raises ClusterTooSmall, before any
+    trial, when no node of the cluster can hold one.
     """
     s = spec.settings
     callback = ParquetCallback(sweep_dir, s.name, len(spec.trials), live=live, trackers=trackers)
     start_ray(address, num_cpus, verbose=verbose, num_gpus=num_gpus)
     try:
         check_cluster(s.resources, s.source)
-        if on_ready is not None:
-            on_ready()
         if resume and can_resume(sweep_dir):
             log.info("restoring the Ray Tune experiment in %s", tune_dir(sweep_dir))
             tuner = restore_tuner(sweep_dir, s.resources, callback, train_fn)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -323,12 +323,10 @@ def run_search(
     verbose: bool = False,
     trackers: Sequence[TrackerSpec] = (),
     num_gpus: int | None = None,
-    on_ready: Callable[[], object] | None = None,
 ) -> dict[str, int]:
     """Run the study up to spec.num_samples trials; returns {"started": n, "errored": n}.
 
-    Once Ray is up and its nodes can hold a trial (else ClusterTooSmall, before anything is
-    written), `on_ready()` runs (the CLI writes the study record and keeps the search file).
+    Raises ClusterTooSmall, before any trial, when no node of the cluster can hold one.
 
     `train_fn` replaces sweepgrok.trainer.train inside the trials (tests: a synthetic trainer);
     `verbose` lets Ray's worker output and Optuna's per-trial log lines through; the driver
@@ -340,8 +338,6 @@ def run_search(
     start_ray(address, num_cpus, verbose=verbose, num_gpus=num_gpus)
     try:
         check_cluster(spec.settings.resources, spec.settings.source)
-        if on_ready is not None:
-            on_ready()
         searcher = build_searcher(spec, record)
         study = searcher.searcher._ot_study
         searcher.searcher._adopt, remaining = settle_interrupted(study, spec.num_samples)
