@@ -299,9 +299,9 @@ class TrainConfig(_Section):
     checkpoint_every: int = Field(10, ge=1, le=MAX_STEPS)
     """Evaluations between checkpoints (when the caller asks for checkpoints)."""
     device: Device = "auto"
-    """cpu, cuda, or auto (cuda when available). cuda on a machine without CUDA: `train` exits
-    with the error before training; `validate` only warns (the file may be meant for a GPU
-    machine)."""
+    """cpu, cuda, or auto (cuda when available; in a Ray trial, only when the trial asked for
+    resources.gpu). cuda on a machine without CUDA: `train` exits with the error before
+    training; `validate` only warns (the file may be meant for a GPU machine)."""
     threads: int | None = Field(None, ge=1, le=MAX_THREADS)
     """torch intra-op threads for this run; null = leave torch's default (at most 1024, more
     than any machine's cores)."""
