@@ -186,6 +186,24 @@ def test_launch_refuses_a_gpu_grid_on_a_machine_without_gpus(
     assert not (tmp_path / "runs" / "gpu").exists()
 
 
+def test_search_refuses_a_gpu_search_on_a_machine_without_gpus(
+    tmp_path: Path, ray_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No study record, no folder left: the corrected file starts a fresh study."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # Ray detects no GPU wherever this runs
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "s.yaml"
+    doc = {"name": "s", "base": AUTO_BASE, "resources": {"gpu": 1},
+           "search": {"space": {"optim.lr": {"loguniform": [1e-4, 1e-2]}}, "num_samples": 2}}
+    path.write_text(yaml.safe_dump(doc))
+    result = runner.invoke(app, ["search", str(path)])
+    assert result.exit_code == 2, result.output
+    assert f"error: {path}: resources.gpu: 1 per trial, but the Ray cluster has no GPU" in (
+        result.stderr
+    )
+    assert not (tmp_path / "runs" / "s").exists()
+
+
 def test_launch_refuses_more_gpus_per_trial_than_the_node_has(
     tmp_path: Path, ray_env: dict[str, str]
 ) -> None:
