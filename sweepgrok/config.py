@@ -301,15 +301,15 @@ class TrainConfig(_Section):
     checkpoint_every: int = Field(10, ge=1, le=MAX_STEPS)
     """Evaluations between checkpoints (when the caller asks for checkpoints)."""
     device: Device = "auto"
-    """cpu, cuda, or auto (cuda when available). cuda on a machine without CUDA: `train` exits
-    with the error before training; `validate` only warns (the file may be meant for a GPU
-    machine)."""
+    """cpu, cuda, or auto (cuda when available; in a Ray trial, only when the trial asked for
+    resources.gpu). cuda on a machine without CUDA: `train` exits with the error before
+    training; `validate` only warns (the file may be meant for a GPU machine)."""
     cuda_graph: CudaGraph = "auto"
     """Replay the whole training step (forward, loss, backward, gradient shaping, AdamW) as one
     captured CUDA graph: auto = on a CUDA device, off on a CPU. A step that cannot be captured
     (minibatches, geomdr.subsample < 1, geomdr.solver eigh, grokfast ma) runs eagerly, said
     once in the log. on = as auto, but a CPU device is an error. Same arithmetic either way:
-    on CUDA the optimizer is always the capturable AdamW."""
+    on CUDA the optimizer is always the fused, capturable AdamW."""
     matmul_precision: MatmulPrecision = "highest"
     """float32 matrix products: highest = full float32; high = TensorFloat-32 on GPUs that have
     it (faster, ~10 mantissa bits per operand; embedding lookups on CUDA are products too, so

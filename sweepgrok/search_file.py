@@ -59,6 +59,7 @@ from sweepgrok.spaces import (
     MAX_CONCURRENT,
     ConfigKey,
     SweepFile,
+    check_cuda_has_gpu,
     read_sweep_doc,
     validate_file,
 )
@@ -423,6 +424,8 @@ def load_search(path: str | Path) -> SearchSpec:
     check_metric(search.metric, base, path)
     space = tuple(search.space.values())
     check_space(space, base, path)
+    searched = [v for d in space if d.key == "train.device" for v in d.probes()]
+    check_cuda_has_gpu(file.resources, [base["train.device"], *searched], path)
     return SearchSpec(
         settings=file,
         base=base,

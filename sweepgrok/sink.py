@@ -141,6 +141,7 @@ RUN_FIELDS: list[tuple[str, pa.DataType]] = [
     ("ray_version", pa.string()),
     ("host", pa.string()),
     ("device", pa.string()),
+    ("gpu_ids", pa.string()),
     ("node_id", pa.string()),
     ("trial_id", pa.string()),
     ("finished_at", pa.string()),

@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -136,12 +136,18 @@ class Resources:
     """CPUs per trial (default 1; at most 1024, more than any one node has: a trial runs on
     one node)."""
     gpu: Annotated[float, Field(ge=0, le=64, strict=True)] = 0.0
-    """GPUs per trial (default 0; at most 64, more than any one node has)."""
+    """GPUs per trial (default 0): a fraction below 1 shares a GPU between trials (0.5: two
+    per GPU), else a whole number (Ray's rule); at most 64, more than any one node has. A trial
+    with a GPU trains on it (train.device auto or cuda); one without trains on the CPU."""
 
     @model_validator(mode="after")
     def _some(self) -> Resources:
         if self.cpu == 0 and self.gpu == 0:
             raise ValueError(f"a trial needs some cpu or gpu (got cpu {self.cpu}, gpu {self.gpu})")
+        if self.gpu > 1 and not self.gpu.is_integer():
+            raise ValueError(
+                f"gpu: a fraction below 1 or a whole number of GPUs (got {self.gpu:g})"
+            )
         return self
 
     def as_ray(self) -> dict[str, float]:
@@ -352,12 +358,23 @@ def check_trial_count(axes: Sequence[Sequence[Any]], path: str | Path) -> None:
         )
 
 
+def check_cuda_has_gpu(resources: Resources, devices: Iterable[Any], path: str | Path) -> None:
+    """A trial with train.device: cuda must ask Ray for a GPU: Ray accounts GPUs only to the
+    trials that ask, and one that does not would share a GPU behind the scheduler's back."""
+    if resources.gpu == 0 and "cuda" in set(devices):
+        raise ConfigError(
+            f"{path}: resources.gpu: 0, but trials ask for train.device: cuda: set "
+            "resources: {gpu: 1} (a GPU per trial), or train.device: auto (the CPU without one)"
+        )
+
+
 def load_grid(path: str | Path) -> GridSpec:
     """Read, validate and expand a grid file; raises ConfigError naming file and key."""
     grid = validate_file(GridFile, read_sweep_doc(path), path)
     axes = grid.axes()
     check_trial_count(axes, path)
     trials = expand(grid.base_flat(), axes, path)
+    check_cuda_has_gpu(grid.resources, (t.flat["train.device"] for t in trials), path)
     return GridSpec(grid, trials, varying_keys(trials))
 
 

@@ -32,7 +32,7 @@ from sweepgrok.cli.common import (
 from sweepgrok.config import ConfigError
 from sweepgrok.labels import key_labels
 from sweepgrok.spaces import GridSpec, load_grid, read_sweep_doc
-from sweepgrok.sweepdir import keep_sweep_file, prepare_grid_folder
+from sweepgrok.sweepdir import delete_sweep_folder, keep_sweep_file, prepare_grid_folder
 
 console = plain_console()
 
@@ -120,6 +120,7 @@ def launch(
         return
     try:
         prepare_grid_folder(sweep_dir, resume=resume, fresh=fresh)
+        new_folder = not sweep_dir.exists()
         keep_sweep_file(spec.settings.source, sweep_dir)  # creates the folder and its marker
     except ConfigError as err:
         raise fail(str(err)) from None
@@ -129,6 +130,10 @@ def launch(
     sweep_dir = sweep_dir.resolve()
     try:
         outcome = run(spec, sweep_dir, address, max_concurrent, resume, verbose, tracker)
+    except ConfigError as err:  # no node of the cluster can hold a trial: none started
+        if new_folder:  # leave nothing behind (the next launch keeps the corrected file)
+            delete_sweep_folder(sweep_dir)
+        raise fail(str(err)) from None
     except PartWriteError as err:  # Tune's state is saved: the trials resume from checkpoints
         then = f"`sweepgrok launch {grid} --resume` continues"
         raise cannot_write_rows(err, then) from None

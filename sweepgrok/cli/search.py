@@ -33,7 +33,7 @@ from sweepgrok.cli.common import (
 )
 from sweepgrok.config import ConfigError
 from sweepgrok.search_file import SearchSpec, load_search
-from sweepgrok.sweepdir import keep_sweep_file, prepare_search_folder
+from sweepgrok.sweepdir import delete_sweep_folder, keep_sweep_file, prepare_search_folder
 
 console = plain_console()
 
@@ -141,6 +141,7 @@ def search(
         )
         sweep_dir = spec.sweep_dir(storage)
         record = prepare_search_folder(spec, sweep_dir, resume=resume, fresh=fresh)
+        new_folder = not sweep_dir.exists()
         keep_sweep_file(spec.settings.source, sweep_dir)  # creates the folder and its marker
     except ConfigError as err:
         raise fail(str(err)) from None
@@ -149,6 +150,10 @@ def search(
     print_dashboard_command(record)
     try:
         outcome = run(spec, sweep_dir, record, address, verbose, tracker)
+    except ConfigError as err:  # no node of the cluster can hold a trial: none started
+        if new_folder:  # leave nothing behind: no study record, a fresh start next time
+            delete_sweep_folder(sweep_dir)
+        raise fail(str(err)) from None
     except PartWriteError as err:  # the study and Tune's state are saved: --resume goes on
         then = f"`sweepgrok search {search_file} --resume` continues"
         raise cannot_write_rows(err, then) from None

@@ -3,7 +3,8 @@
 Exit 0 with a one-line summary ("grid quickstart: 8 trials"), or 2 with the message naming the
 file, the key and the allowed values. What depends on this machine (``train.device: cuda``
 without a CUDA device) is a warning on stderr, not an error: the file may be meant for a GPU
-machine, where ``train`` and the sweeps run it.
+machine, where ``train`` and the sweeps run it. Trials that would share a GPU get a hint on
+stderr: packing seeds into one trial is faster.
 """
 
 from __future__ import annotations
@@ -41,6 +42,22 @@ def _warn_devices(path: Path, devices: set[str]) -> None:
             typer.echo(f"warning: {path}: {problem}", err=True)
 
 
+GPU_SHARING_HINT = (
+    "hint: {path}: resources.gpu: {gpu:g} runs up to {k} trials on one GPU; trials sharing a GPU "
+    "take turns on it (three processes on one H200 each ran at about 1/2.8 of their solo speed): "
+    "packing seeds into one trial (seeds_per_trial, or train.seeds) with resources.gpu: 1 is "
+    "faster (docs/grids.md, Trials on GPUs)"
+)
+"""What `validate` says about a fractional GPU per trial (the measurement: docs/grids.md)."""
+
+
+def _hint_gpu_sharing(path: Path, gpu: float) -> None:
+    """A hint line when trials would share a GPU (0 < gpu < 1)."""
+    if 0 < gpu < 1:
+        k = int(1 // gpu)
+        typer.echo(GPU_SHARING_HINT.format(path=path, gpu=gpu, k=k), err=True)
+
+
 def _search_summary(path: Path) -> str:
     try:
         module = importlib.import_module("sweepgrok.search_file")
@@ -50,6 +67,7 @@ def _search_summary(path: Path) -> str:
         ) from None
     spec = module.load_search(path)
     _warn_devices(path, {str(spec.base.get("train.device"))})
+    _hint_gpu_sharing(path, spec.settings.resources.gpu)
     name = getattr(getattr(spec, "settings", spec), "name", path.stem)
     trials = getattr(spec, "n_trials", None) or getattr(spec, "num_samples", None)
     return f"search {name}" + (f": {trials} trials" if trials else "")
@@ -64,6 +82,7 @@ def summarize(path: Path) -> str:
     if kind == "grid":
         spec = load_grid(path)
         _warn_devices(path, {str(t.flat["train.device"]) for t in spec.trials})
+        _hint_gpu_sharing(path, spec.settings.resources.gpu)
         varying = f" over {', '.join(spec.varying)}" if spec.varying else ""
         return f"grid {spec.settings.name}: {len(spec.trials)} trials{varying}"
     cfg = load_config(path)

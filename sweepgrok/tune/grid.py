@@ -20,6 +20,7 @@ from ray import tune
 from sweepgrok.spaces import GridSpec, Resources
 from sweepgrok.trackers import TrackerSpec
 from sweepgrok.tune.callback import TUNE_DIR, ParquetCallback, raise_write_error
+from sweepgrok.tune.cluster import check_cluster
 from sweepgrok.tune.trainable import trainable
 
 log = logging.getLogger(__name__)
@@ -87,8 +88,14 @@ def can_resume(sweep_dir: str | Path) -> bool:
     return tune.Tuner.can_restore(str(tune_dir(sweep_dir)))
 
 
-def start_ray(address: str | None, num_cpus: int | None = None, verbose: bool = False) -> None:
-    """Connect to `address` (or $RAY_ADDRESS), else start an embedded local Ray.
+def start_ray(
+    address: str | None,
+    num_cpus: int | None = None,
+    verbose: bool = False,
+    num_gpus: int | None = None,
+) -> None:
+    """Connect to `address` (or $RAY_ADDRESS), else start an embedded local Ray (with
+    `num_cpus` / `num_gpus`, else what Ray detects; tests declare logical GPUs this way).
 
     Quiet unless `verbose`: then the trial workers' output reaches the terminal and Ray / Tune
     log at INFO (the environment defaults of QUIET_ENV stay: they only drop files we never read).
@@ -112,6 +119,7 @@ def start_ray(address: str | None, num_cpus: int | None = None, verbose: bool = 
         ray.init(
             address="local",
             num_cpus=num_cpus,
+            num_gpus=num_gpus,
             include_dashboard=False,
             **common,
         )
@@ -247,17 +255,20 @@ def launch_grid(
     verbose: bool = False,
     train_fn: Callable[..., Any] | None = None,
     trackers: Sequence[TrackerSpec] = (),
+    num_gpus: int | None = None,
 ) -> Outcome:
     """Run (or, with `resume`, restore and finish) a grid's trials; rows land in sweep_dir.
 
     `verbose` lets Ray's worker output through (see start_ray). `train_fn` replaces
     sweepgrok.trainer.train inside the trials (tests: a trainer that fails). The driver mirrors
-    the rows to `trackers` (sweepgrok.trackers).
+    the rows to `trackers` (sweepgrok.trackers). Raises ClusterTooSmall, before any
+    trial, when no node of the cluster can hold one.
     """
     s = spec.settings
     callback = ParquetCallback(sweep_dir, s.name, len(spec.trials), live=live, trackers=trackers)
-    start_ray(address, num_cpus, verbose=verbose)
+    start_ray(address, num_cpus, verbose=verbose, num_gpus=num_gpus)
     try:
+        check_cluster(s.resources, s.source)
         if resume and can_resume(sweep_dir):
             log.info("restoring the Ray Tune experiment in %s", tune_dir(sweep_dir))
             tuner = restore_tuner(sweep_dir, s.resources, callback, train_fn)

@@ -43,6 +43,7 @@ from sweepgrok.study import (
 )
 from sweepgrok.trackers import TrackerSpec
 from sweepgrok.tune.callback import ParquetCallback
+from sweepgrok.tune.cluster import check_cluster
 from sweepgrok.tune.grid import TUNE_DIR, run_tuner, start_ray, trial_dirname
 from sweepgrok.tune.trainable import (
     Reporter,
@@ -321,8 +322,11 @@ def run_search(
     train_fn: Any = None,
     verbose: bool = False,
     trackers: Sequence[TrackerSpec] = (),
+    num_gpus: int | None = None,
 ) -> dict[str, int]:
     """Run the study up to spec.num_samples trials; returns {"started": n, "errored": n}.
+
+    Raises ClusterTooSmall, before any trial, when no node of the cluster can hold one.
 
     `train_fn` replaces sweepgrok.trainer.train inside the trials (tests: a synthetic trainer);
     `verbose` lets Ray's worker output and Optuna's per-trial log lines through; the driver
@@ -331,8 +335,9 @@ def run_search(
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.INFO if verbose else optuna.logging.WARNING)
-    start_ray(address, num_cpus, verbose=verbose)
+    start_ray(address, num_cpus, verbose=verbose, num_gpus=num_gpus)
     try:
+        check_cluster(spec.settings.resources, spec.settings.source)
         searcher = build_searcher(spec, record)
         study = searcher.searcher._ot_study
         searcher.searcher._adopt, remaining = settle_interrupted(study, spec.num_samples)

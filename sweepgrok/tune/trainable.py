@@ -21,7 +21,7 @@ from typing import Any
 
 from ray import tune
 
-from sweepgrok.config import Config, from_flat
+from sweepgrok.config import Config, from_flat, update
 
 PAYLOAD = "_sweepgrok_rows"
 """Result key holding the evaluation's rows as JSON text (metrics, geometry, finished)."""
@@ -134,7 +134,17 @@ def run_trial(
     extra: Mapping[str, Any],
     on_resume: Callable[[Path], None] | None = None,
 ) -> None:
-    """Call the trainer, from Tune's checkpoint when the trial is retried or restored."""
+    """Call the trainer, from Tune's checkpoint when the trial is retried or restored.
+
+    The trainer is built with the device this trial resolves to (sweepgrok.tune.devices);
+    its run rows keep train.device as the file wrote it (a grid of auto trials is one group
+    whether a trial landed on a GPU or not) and record Ray's GPU ids in gpu_ids."""
+    from sweepgrok.tune.devices import trial_device
+
+    placed = trial_device(cfg.train.device)
+    extra = {**extra, "gpu_ids": placed.gpu_ids, "train.device": cfg.train.device}
+    if placed.device != cfg.train.device:
+        cfg = update(cfg, {"train.device": placed.device})
     checkpoint = tune.get_checkpoint()
     kwargs = {"run_ids": run_ids, "sweep": sweep, "on_eval": reporter, "run_extra": extra}
     if checkpoint is None:
