@@ -133,8 +133,9 @@ def main() -> None:
     full = scratch / "b"
     (full / "grid.yaml").parent.mkdir(parents=True)
     (full / "grid.yaml").write_text(yaml.safe_dump(grid(name), sort_keys=False))
-    subprocess.run([SWEEPGROK, "launch", str(full / "grid.yaml"), "--storage", str(full)],
-                   env=env, check=True)
+    subprocess.run(
+        [SWEEPGROK, "launch", str(full / "grid.yaml"), "--storage", str(full)], env=env, check=True
+    )
     expected = rows(full / name)
     (HERE / f"{name}.expected.json").write_text(json.dumps(expected, indent=1, default=str))
     shutil.rmtree(scratch)
