@@ -7,6 +7,7 @@ Every field carries a docstring (``use_attribute_docstrings``) that ``describe_k
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -659,10 +660,49 @@ def device_problem(device: str, cuda_graph: str = "auto") -> str | None:
     return f"{key}, but torch finds no CUDA device on this machine: {fix}, or run on a GPU machine"
 
 
+ID_KEYS_0_1 = frozenset(
+    f"{section}.{field}"
+    for section, fields in {
+        "task": "name p train_fraction data_seed split_follows_seed",
+        "model": "arch n_layers d_model n_heads d_mlp norm attention unembed temperature",
+        "optim": "lr weight_decay betas eps batch_size warmup_steps decay_all loss "
+        "perpendicular_grad",
+        "geomdr": "enabled target_dim penalty solver start_step lambda_max ramp_steps subsample "
+        "layers",
+        "grokfast": "kind alpha lam window",
+        "geometry": "enabled knn_k sample collapse_fraction fourier_top",
+        "train": "max_steps eval_every early_evals seed seeds fit_threshold grok_threshold "
+        "stop_after_grok checkpoint_every device threads deterministic",
+    }.items()
+    for field in fields.split()
+)
+"""The 53 keys of sweepgrok 0.1.0, whose run ids hashed every key's value: config_hash keeps
+hashing these with their values, defaults included, so that every id 0.1.0 gave is unchanged
+(tests/data/run_ids_v0.1.0.json). Never add a key here, never remove one."""
+
+
+def _canonical(value: Any) -> str:
+    """A value as canonical JSON: a float in its shortest exact form (1e-3 and 0.001 alike),
+    a tuple as a list, None as null (the types the config holds after validation)."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+@functools.cache
+def _default_flat(cls: type[Config]) -> dict[str, str]:
+    return {k: _canonical(v) for k, v in flatten(cls()).items()}
+
+
 def config_hash(cfg: Config) -> str:
-    """Stable 12-hex digest of the flat config (a default run id)."""
-    blob = json.dumps(flatten(cfg), sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+    """Stable 12-hex digest of the config (the run id of `sweepgrok train`), across versions.
+
+    The keys of 0.1.0 (ID_KEYS_0_1) enter with their values, defaults included, as 0.1.0 hashed
+    them; a key added since enters only when its value differs from its default. So a new key
+    at its default changes no id, while any key set to another value gives another id. A new
+    key's default must therefore be the value that trains as the versions before it did."""
+    flat = flatten(cfg)
+    default = _default_flat(type(cfg))
+    picked = {k: v for k, v in flat.items() if k in ID_KEYS_0_1 or _canonical(v) != default[k]}
+    return hashlib.sha256(_canonical(picked).encode()).hexdigest()[:12]
 
 
 def dump_yaml(cfg: Config) -> str:
