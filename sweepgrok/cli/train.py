@@ -64,13 +64,15 @@ def train(
         raise fail(problem, str(config))
     where = "--out" if out is not None else None
     out = out if out is not None else Path("runs") / config.stem
-    try:  # before training: a folder that cannot take the rows would lose the run at the end
-        prepare_train_folder(out, fresh=fresh)
-        make_sweep_folder(out)
-    except ConfigError as err:
-        raise fail(str(err), where) from None
     command = continue_command(config, set_ or [], out, quiet, umask, tracker or [])
+    # From here a signal is ours (sweepgrok.interrupt): one that comes before the first
+    # evaluation stops the command there.
     with interruptible("stopping at the next evaluation, with a checkpoint there") as intr:
+        try:  # before training: a folder that cannot take the rows would lose the run at the end
+            prepare_train_folder(out, fresh=fresh)
+            make_sweep_folder(out)
+        except ConfigError as err:
+            raise fail(str(err), where) from None
         rows = _train(cfg, out, where, resume=resume, quiet=quiet, tracker=tracker, intr=intr,
                       command=command)
     if rows is not None:
