@@ -145,7 +145,10 @@ def _prepare(cfg: Any, out: Path, where: str | None, resume: bool) -> tuple[Any,
     try:
         folder = read_folder(out, cfg.train.grok_threshold)
     except DamagedPart as err:
-        raise fail(damaged_part_message(err), str(err.sweep_dir)) from None
+        if resume:
+            raise fail(damaged_part_message(err), str(err.sweep_dir)) from None
+        raise fail(f"{out}: already holds runs ({err.part}: {err.reason}): pass --fresh to "
+                   "delete it and start over, or choose another --out", where) from None
     trainer = Trainer(cfg, sweep=out.name)
     try:
         check_folder(folder, trainer.run_ids, resume)
