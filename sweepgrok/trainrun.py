@@ -110,8 +110,9 @@ class Checkpoints:
     def __call__(self, report: Any) -> None:
         self.progress(report)
         self.evals += 1
-        going_on = len(report.metrics) > len(report.finished) and report.step > 0
-        if going_on and (self.intr.requested or self.evals % self.every == 0):
+        if len(report.metrics) == len(report.finished):
+            return  # every run ended here: the trainer finishes, nothing is left to interrupt
+        if report.step > 0 and (self.intr.requested or self.evals % self.every == 0):
             self.save(report)
         self.intr.check()
 
