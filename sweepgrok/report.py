@@ -188,7 +188,8 @@ def _notes(
     notes = _overview(summary, sources)
     if pending:
         notes.append(
-            f"{pending} run(s) with metrics but no runs/ row yet (still running?) are left out."
+            f"{pending} run(s) that have not ended (no runs/ row yet, or interrupted) are "
+            "left out."
         )
     notes.append(f"Grouped by: {', '.join(f'`{k}`' for k in keys) or 'nothing (one group)'}.")
     skipped = [t for t in THRESHOLDS if t not in thresholds]

@@ -149,10 +149,16 @@ RUN_FIELDS: list[tuple[str, pa.DataType]] = [
 """runs/ columns besides the config keys. status is one of STATUSES; grok_step is the grok step
 at train.grok_threshold (null when censored); censored = never grokked within steps_run."""
 
-STATUSES = ("grokked", "completed", "censored", "diverged", "failed")
+STATUSES = ("grokked", "completed", "censored", "diverged", "failed", "interrupted")
 """grokked: stopped at its grok step (train.stop_after_grok); completed: ran its whole budget and
 grokked on the way; censored: did not grok within its budget (or was stopped by a time cap);
-diverged: non-finite loss; failed: raised an error."""
+diverged: non-finite loss; failed: raised an error; interrupted: not ended, stopped by a signal
+after its last evaluation (steps_run; its events so far): ``--resume`` continues it and writes
+its final row, which supersedes this one. The analysis leaves an interrupted run out, as it does a
+run without a run row (still running): ENDED_STATUSES are the others."""
+INTERRUPTED = "interrupted"
+ENDED_STATUSES = STATUSES[:-1]
+"""The statuses of a run that ended (its row is final)."""
 
 
 def _config_fields() -> list[tuple[str, pa.DataType]]:
@@ -296,10 +302,66 @@ class ParquetSink:
         with self._lock:
             metrics, self._metrics = self._metrics, []
             geometry, self._geometry = self._geometry, []
-        if metrics:
-            write_part(self.root / "metrics", to_table(metrics, METRICS_SCHEMA))
-        if geometry:
-            write_part(self.root / "geometry", to_table(geometry, GEOMETRY_SCHEMA))
+        try:
+            if metrics:
+                write_part(self.root / "metrics", to_table(metrics, METRICS_SCHEMA))
+                metrics = []
+            if geometry:
+                write_part(self.root / "geometry", to_table(geometry, GEOMETRY_SCHEMA))
+                geometry = []
+        except (KeyboardInterrupt, SystemExit):
+            # An interrupt (sweepgrok.interrupt) inside a write: the rows go back to the buffer
+            # for the cleanup's flush. An OSError drops them (PartWriteError: a resume re-emits).
+            with self._lock:
+                self._metrics[:0], self._geometry[:0] = metrics, geometry
+            raise
+
+
+class FirstWriteSink:
+    """A Sink that passes on only the evaluations not yet in the sweep folder, and remembers
+    which run rows it wrote.
+
+    A resumed run re-emits the evaluations between its checkpoint and the interruption; they are
+    bit-identical but for wall_time, so the first-written rows stay and the folder holds each
+    (run_id, step) once (the readers would keep the last anyway). `written` maps metrics and
+    geometry to the (run_id, step) pairs already on disk (``written_steps``)."""
+
+    def __init__(self, inner: Sink, written: Mapping[str, set[tuple[str, int]]]) -> None:
+        self.inner = inner
+        self.written = written
+        self.run_ids: set[str] = set()
+        """The run ids whose run row went through this sink."""
+
+    def _new(self, kind: str, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        seen = self.written.get(kind, set())
+        return [r for r in rows if (r["run_id"], r["step"]) not in seen]
+
+    def write_metrics(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        new = self._new("metrics", rows)
+        if new:
+            self.inner.write_metrics(new)
+
+    def write_geometry(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        new = self._new("geometry", rows)
+        if new:
+            self.inner.write_geometry(new)
+
+    def write_run(self, row: Mapping[str, Any]) -> None:
+        self.inner.write_run(row)
+        self.run_ids.add(str(row["run_id"]))
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+
+def written_steps(sweep_dir: str | Path) -> dict[str, set[tuple[str, int]]]:
+    """metrics and geometry -> the (run_id, step) pairs their parts hold (FirstWriteSink)."""
+    out = {}
+    for kind in ("metrics", "geometry"):
+        table = read_table(sweep_dir, kind, ["run_id", "step"])
+        out[kind] = set(zip(table.column("run_id").to_pylist(), table.column("step").to_pylist(),
+                            strict=True))
+    return out
 
 
 class ListSink:

@@ -176,14 +176,22 @@ def run_summary(
 
 
 def recorded_runs(summary: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """(runs that have a runs/ row, how many were left out).
+    """(runs that have a final runs/ row, how many were left out).
 
     A run with metrics but no run row is still running (or lost its driver): its config is
-    unknown, so it cannot join a group. When no run has a row yet, every run is kept.
+    unknown, so it cannot join a group. An interrupted run (its row says ``interrupted``) has
+    not ended either: ``--resume`` finishes it; censoring it where the signal came would count
+    it as not grokked in the success rate. Both are left out. When no run has a row yet, every
+    run is kept.
     """
+    from sweepgrok.sink import INTERRUPTED
+
     if "in_runs" not in summary or not summary["in_runs"].any():
         return summary, 0
-    kept = summary[summary["in_runs"]]
+    final = summary["in_runs"]
+    if "status" in summary:
+        final = final & (summary["status"] != INTERRUPTED)
+    kept = summary[final]
     return kept, len(summary) - len(kept)
 
 

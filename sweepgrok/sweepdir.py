@@ -153,15 +153,11 @@ def make_sweep_folder(sweep_dir: Path) -> None:
 
 
 def prepare_train_folder(out: Path, *, fresh: bool) -> None:
-    """``sweepgrok train --out``: like a grid launch, without a resume (train keeps no state)."""
+    """``sweepgrok train --out``: ``fresh`` deletes the sweep folder; the path must be one a
+    sweep folder can be. Which runs it may already hold is sweepgrok.trainrun's to check."""
     if fresh:
         delete_sweep_folder(out)
     check_sweep_path(out)
-    if has_runs(out):
-        raise FolderError(
-            f"{out}: already holds runs: pass --fresh to delete it and start over, or "
-            "choose another --out"
-        )
 
 
 def prepare_grid_folder(sweep_dir: Path, *, resume: bool, fresh: bool) -> None:

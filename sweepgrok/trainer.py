@@ -287,6 +287,17 @@ class Trainer:
             return
         self.ended |= {self.active[s] for s in self._running_slots() if s not in keep_slots}
 
+    def interrupted_rows(self, status: str) -> list[dict[str, Any]]:
+        """Run rows, with `status`, of the runs that have not ended: their events so far, and
+        steps_run their last evaluated step (what their metrics/ rows show)."""
+        ended = {r["run_id"] for r in self.done}
+        wall = self.elapsed + time.perf_counter() - getattr(self, "_t0", time.perf_counter())
+        return [
+            run_row(self.members[m], self.trackers[m], status,
+                    int(self.trackers[m].last.get("step", 0)), wall, self.extra)
+            for m in self.active if self.run_ids[m] not in ended
+        ]
+
     def _compact(self, keep_slots: list[int]) -> None:
         """Drop every member outside `keep_slots` from the ensemble (parameters, optimizer
         state, data)."""
@@ -374,6 +385,11 @@ class Trainer:
             self._load_part(path, self.warm, state.get("geomdr_subspace"))
         self.trackers = [RunTracker.from_state(t) for t in state["trackers"]]
         self.step, self.done, self.elapsed = state["step"], state["done"], state["elapsed"]
+        # A checkpoint taken in on_eval holds the runs that ended at that evaluation as active
+        # (retirement follows on_eval): they ended, so they train no further; retired as the
+        # uninterrupted run retired them there.
+        ended = {r["run_id"] for r in self.done}
+        self._retire([s for s in self._running_slots() if self.run_ids[self.active[s]] not in ended])
 
     def _load_filter(self, path: Path, state: Any) -> None:
         """The Grokfast state; a checkpoint without one predates the filter (kind none then)."""

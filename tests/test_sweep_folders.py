@@ -56,13 +56,13 @@ def started(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[tuple[str, 
         calls.append(("search", record))
         raise SystemExit(0)
 
-    def fake_train(cfg: Any, sink: Any, **kwargs: Any) -> list[dict[str, Any]]:
+    def fake_train(trainer: Any, sink: Any, on_eval: Any) -> list[dict[str, Any]]:
         calls.append(("train", sink))
         return []
 
     monkeypatch.setattr("sweepgrok.cli.launch.run", fake_launch)
     monkeypatch.setattr("sweepgrok.cli.search.run", fake_search)
-    monkeypatch.setattr("sweepgrok.trainer.train", fake_train)
+    monkeypatch.setattr("sweepgrok.trainer.Trainer.run", fake_train)
     return calls
 
 

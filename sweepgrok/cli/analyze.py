@@ -91,7 +91,8 @@ def _load(
     metrics, summary, pending = stats.load_recorded_runs(sweep_dirs, skip_damaged=skip_damaged)
     if pending:
         typer.echo(
-            f"note: {pending} run(s) have metrics but no runs/ row yet (still running?): left out",
+            f"note: {pending} run(s) have not ended (no runs/ row yet, or interrupted: "
+            "--resume finishes them): left out",
             err=True,
         )
     return metrics, summary, stats.resolve_by(summary, split_keys(by))

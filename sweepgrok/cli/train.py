@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,11 +14,23 @@ from sweepgrok.cli.common import (
     Umask,
     apply_umask,
     cannot_write_rows,
+    check_resume_fresh,
     fail,
     plain_console,
 )
 from sweepgrok.config import ConfigError, device_problem, load_config
+from sweepgrok.interrupt import Interrupted, Interruption, continue_line, interruptible
 from sweepgrok.sweepdir import make_sweep_folder, prepare_train_folder
+
+TrainResume = Annotated[
+    bool,
+    typer.Option(
+        "--resume",
+        help="Continue an interrupted train in its --out folder, from its checkpoint (the same "
+        "file and --set values); the rows come out as without the interruption. A folder "
+        "whose runs all ended is left as it is; an empty one starts.",
+    ),
+]
 
 
 def train(
@@ -30,14 +43,18 @@ def train(
         Path | None, typer.Option(help="Sweep folder to write (default: runs/<config stem>).")
     ] = None,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
+    resume: TrainResume = False,
     fresh: Fresh = False,
     umask: Umask = None,
     tracker: Trackers = None,
 ) -> None:
     """Run one trial (or its train.seeds in lockstep) without Ray; write runs/ and metrics/.
 
-    A sweep folder that already holds runs is refused (--fresh deletes it first)."""
+    A sweep folder that already holds runs is refused (--fresh deletes it first; --resume
+    continues an interrupted one). Ctrl-C or SIGTERM: stops at the next evaluation, keeps every
+    row and a checkpoint, exits 130 or 143 (docs/interrupting.md)."""
     apply_umask(umask)
+    check_resume_fresh(resume, fresh)
     try:
         cfg = load_config(config, set_ or [])
     except ConfigError as err:
@@ -47,37 +64,128 @@ def train(
         raise fail(problem, str(config))
     where = "--out" if out is not None else None
     out = out if out is not None else Path("runs") / config.stem
-    try:  # before training: a folder that cannot take the rows would lose the run at the end
-        prepare_train_folder(out, fresh=fresh)
-        make_sweep_folder(out)
-    except ConfigError as err:
-        raise fail(str(err), where) from None
+    command = continue_command(config, set_ or [], out, quiet, umask, tracker or [])
+    # From here a signal is ours (sweepgrok.interrupt): one that comes before the first
+    # evaluation stops the command there.
+    with interruptible("stopping at the next evaluation, with a checkpoint there") as intr:
+        try:  # before training: a folder that cannot take the rows would lose the run at the end
+            prepare_train_folder(out, fresh=fresh)
+            make_sweep_folder(out)
+        except ConfigError as err:
+            raise fail(str(err), where) from None
+        rows = _train(cfg, out, where, resume=resume, quiet=quiet, tracker=tracker, intr=intr,
+                      command=command)
+    if rows is not None:
+        _print_runs(rows, out)
+
+
+def continue_command(config: Path, sets: list[str], out: Path, quiet: bool, umask: str | None,
+                     trackers: list[str]) -> str:
+    """The command that continues this `train` (the same options, --out spelled out, --resume)."""
+    args = ["sweepgrok", "train", str(config)]
+    for item in sets:
+        args += ["--set", item]
+    args += ["--out", str(out)] + (["--quiet"] if quiet else [])
+    args += ["--umask", umask] if umask is not None else []
+    for item in trackers:
+        args += ["--tracker", item]
+    return shlex.join([*args, "--resume"])
+
+
+def _train(cfg: Any, out: Path, where: str | None, *, resume: bool, quiet: bool,
+           tracker: list[str] | None, intr: Interruption, command: str
+           ) -> list[dict[str, Any]] | None:
+    """Train into `out` (see sweepgrok.trainrun); the run rows, or None when nothing ran."""
     from sweepgrok.process import configure_process
-    from sweepgrok.sink import ParquetSink, PartWriteError
+    from sweepgrok.sink import FirstWriteSink, ParquetSink, PartWriteError
     from sweepgrok.trackers import parse_trackers
     from sweepgrok.trackers.base import tracked
-    from sweepgrok.trainer import train as run_training
+    from sweepgrok.trainrun import Checkpoints, remove_checkpoint
 
-    configure_process(cfg.train)
-    sink = tracked(ParquetSink(out), parse_trackers(tracker), sweep=out.name, sweep_dir=out)
+    trainer = None
     try:
-        with _Progress(cfg.train.max_steps, len(cfg.train.seed_list), quiet) as prog:
-            rows = run_training(cfg, sink, sweep=out.name, on_eval=prog.update)
-    except PartWriteError as err:  # the folder holds this run's first rows: start it over
-        then = "run the same `sweepgrok train` again with --fresh"
-        raise cannot_write_rows(err, then) from None
-    finally:
-        sink.close()
-    _print_runs(rows, out)
+        configure_process(cfg.train)
+        trainer, folder, resumed = _prepare(cfg, out, where, resume)
+        if resume and folder.run_ids and not folder.unfinished:
+            typer.echo(f"{out}: every run has ended already; nothing to resume", err=True)
+            return None
+        mirrored = tracked(ParquetSink(out), parse_trackers(tracker), sweep=out.name,
+                           sweep_dir=out)
+        sink = FirstWriteSink(mirrored, folder.written)
+        try:
+            with _Progress(cfg.train.max_steps, len(cfg.train.seed_list), quiet,
+                           cfg.train.grok_threshold, folder.grokked) as prog:
+                ckpt = Checkpoints(folder.checkpoint, cfg.train.checkpoint_every, sink, intr,
+                                   prog.update)
+                rows = trainer.run(sink, ckpt)
+        except (Interrupted, KeyboardInterrupt):
+            _interrupted(trainer, sink, folder, intr, command,
+                         ckpt.step if ckpt.step is not None else resumed)
+        finally:
+            mirrored.close()
+    except PartWriteError as err:  # the rows before are on disk, the checkpoint behind them
+        raise cannot_write_rows(err, f"`{command}` continues") from None
+    except KeyboardInterrupt:  # a second signal before training began
+        if trainer is not None:
+            raise
+        typer.echo(continue_line(intr, f"{out} holds no new rows", command), err=True)
+        raise typer.Exit(intr.exit_code) from None
+    remove_checkpoint(folder)
+    return rows
+
+
+def _prepare(cfg: Any, out: Path, where: str | None, resume: bool) -> tuple[Any, Any, int | None]:
+    """(trainer, what the folder holds, the step resumed from): exit 2 for a folder that holds
+    other runs, or a damaged part or checkpoint."""
+    from sweepgrok.errors import damaged_part_message
+    from sweepgrok.parts import DamagedPart
+    from sweepgrok.trainer import CHECKPOINT_FILE, CheckpointError, Trainer
+    from sweepgrok.trainrun import check_folder, read_folder
+
+    try:
+        folder = read_folder(out, cfg.train.grok_threshold)
+    except DamagedPart as err:
+        if resume:
+            raise fail(damaged_part_message(err), str(err.sweep_dir)) from None
+        raise fail(f"{out}: already holds runs ({err.part}: {err.reason}): pass --fresh to "
+                   "delete it and start over, or choose another --out", where) from None
+    trainer = Trainer(cfg, sweep=out.name)
+    try:
+        check_folder(folder, trainer.run_ids, resume)
+    except ConfigError as err:
+        raise fail(str(err), where) from None
+    if not (resume and (folder.checkpoint / CHECKPOINT_FILE).exists()):
+        return trainer, folder, None
+    try:
+        trainer.load_checkpoint(folder.checkpoint)
+    except CheckpointError as err:
+        raise fail(f"{err}: --fresh starts over") from None
+    return trainer, folder, trainer.step
+
+
+def _interrupted(trainer: Any, sink: Any, folder: Any, intr: Interruption, command: str,
+                 checkpoint: int | None) -> None:
+    """Keep what was measured, say so in one line and how to go on; exit 130 or 143."""
+    from sweepgrok.trainrun import kept_text, record_interruption, steps_on_disk
+
+    n = record_interruption(trainer, sink, folder)
+    kept = kept_text(folder.out, steps_on_disk(folder.out), n, checkpoint)
+    typer.echo(continue_line(intr, kept, command), err=True)
+    raise typer.Exit(intr.exit_code)
 
 
 class _Progress:
-    """A rich progress bar over steps, showing the first active run's accuracies."""
+    """A rich progress bar over steps: the first active run's accuracies, and how many runs
+    reached train.grok_threshold at an evaluation so far (whatever train.stop_after_grok)."""
 
-    def __init__(self, total: int, n_runs: int, quiet: bool) -> None:
+    def __init__(self, total: int, n_runs: int, quiet: bool, threshold: float,
+                 grokked: set[str] | None = None) -> None:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.quiet, self.n_runs, self.grokked = quiet, n_runs, 0
+        self.quiet, self.n_runs, self.threshold = quiet, n_runs, threshold
+        self.grokked = set(grokked or ())
+        self.description = ""
+        """Run ids that reached the threshold (on resume: those on disk already)."""
         self.bar = Progress(
             TextColumn("[bold]step {task.completed:>7.0f}"), BarColumn(),
             TextColumn("{task.description}"), TimeElapsedColumn(), disable=quiet,
@@ -92,14 +200,17 @@ class _Progress:
         self.bar.__exit__(*exc)
 
     def update(self, report: Any) -> None:
-        self.grokked += sum(r["grok_step"] is not None for r in report.finished)
+        from sweepgrok.events import reached
+
+        self.grokked |= {m["run_id"] for m in report.metrics
+                         if reached(m["test_acc"], self.threshold)}
+        desc = ""
         if report.metrics:
             m = report.metrics[0]
             desc = f"train {m['train_acc']:.3f}  test {m['test_acc']:.3f}"
-        else:
-            desc = ""
-        desc += f"  grokked {self.grokked}/{self.n_runs}"
+        desc += f"  grokked {len(self.grokked)}/{self.n_runs}"
         self.bar.update(self.task, completed=report.step, description=desc)
+        self.description = desc
 
 
 def _print_runs(rows: list[dict[str, Any]], out: Path) -> None:
