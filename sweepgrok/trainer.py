@@ -389,7 +389,8 @@ class Trainer:
         # (retirement follows on_eval): they ended, so they train no further; retired as the
         # uninterrupted run retired them there.
         ended = {r["run_id"] for r in self.done}
-        self._retire([s for s in self._running_slots() if self.run_ids[self.active[s]] not in ended])
+        self._retire([s for s in self._running_slots()
+                      if self.run_ids[self.active[s]] not in ended])
 
     def _load_filter(self, path: Path, state: Any) -> None:
         """The Grokfast state; a checkpoint without one predates the filter (kind none then)."""
