@@ -59,7 +59,7 @@ else
     trainer_args=(--threads 1 --rounds 5 --steps 20)
     seeds_args=(--members 1 8 64 256 --repeats 3 --steps 10)
     test_args=(-n 8 tests)
-    caps=(bench_trainer=75 bench_seeds=110 ray_grid=100 tests=150)
+    caps=(bench_trainer=60 bench_seeds=90 ray_grid=90 tests=200)
 fi
 cap_of() { local kv; for kv in "${caps[@]}"; do [ "${kv%%=*}" = "$1" ] && echo "${kv#*=}"; done; }
 
@@ -112,9 +112,13 @@ part bench_seeds "$dir/bench.log" "$py" -m benchmarks.bench_seeds --device "$dev
     --json "$dir/bench_seeds.json" "${seeds_args[@]}" "${bench_args[@]}"
 part ray_grid "$dir/ray_grid.log" "$py" -m sweepgrok launch "$grid" \
     --storage "$scratch/sweeps" --fresh
+# Tests that import what this Python lacks (test-only packages: duckdb, mlflow, ...) are left
+# out, each named in tests.log ("not run: ..."), rather than counted as failures.
+mapfile -t unrunnable < <("$py" -m benchmarks.unrunnable tests 2>> "$dir/tests.log")
 # One thread per worker (torch reads OMP_NUM_THREADS); the per-test timeout is pyproject's.
 part tests "$dir/tests.log" env OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "$py" -m pytest -q \
-    -m "not slow" -p no:cacheprovider --junitxml="$dir/tests.xml" "${test_args[@]}"
+    -m "not slow" -p no:cacheprovider --continue-on-collection-errors \
+    --junitxml="$dir/tests.xml" "${unrunnable[@]}" "${test_args[@]}"
 
 "$py" -m benchmarks.gpu_summary "$dir" --sweep "$scratch/sweeps/gpu_smoke" \
     --elapsed $((SECONDS - start)) "${results[@]/#/--part=}"

@@ -116,6 +116,12 @@ def test_lines(xml: Path) -> list[str]:
     out += [f"  not passed: {name}" for name in bad[:30]]
     if len(bad) > 30:
         out.append(f"  ... and {len(bad) - 30} more (tests.xml)")
+    log = xml.with_name("tests.log")
+    left_out = [s for s in log.read_text().splitlines() if s.startswith("not run: ")] \
+        if log.exists() else []
+    if left_out:
+        out.append(f"  {len(left_out)} left out for want of a module (tests.log), e.g. "
+                   + left_out[0].removeprefix("not run: "))
     return out
 
 

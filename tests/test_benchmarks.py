@@ -4,6 +4,7 @@ Speeds themselves are never asserted here (see benchmarks/)."""
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -259,3 +260,21 @@ def test_gpu_summary_says_what_is_missing_instead_of_failing(tmp_path):
 def test_the_device_scripts_parse(script):
     path = Path(__file__).parents[1] / "benchmarks" / script
     assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0
+
+
+def test_unrunnable_leaves_out_tests_that_need_a_missing_module(tmp_path):
+    (tmp_path / "helper.py").write_text("X = 1\n")  # a module of the tests' own folder
+    (tmp_path / "test_top.py").write_text("import no_such_module_xyz\n")
+    (tmp_path / "test_inner.py").write_text(
+        "import pytest\nfrom helper import X\n\n"
+        "@pytest.fixture\ndef client():\n    from no_such_module_xyz.sub import C\n    return C\n\n"
+        "def _use():\n    return client\n\n"
+        "def test_fixture(client):\n    pass\n\n"
+        "def test_helper():\n    _use()\n\n"
+        "def test_fine():\n    import json\n")
+    lines = subprocess.run(
+        [sys.executable, "-m", "benchmarks.unrunnable", str(tmp_path)],
+        capture_output=True, text=True, check=True, cwd=Path(__file__).parents[1]).stdout.split()
+    assert lines == [f"--deselect={tmp_path}/test_inner.py::test_fixture",
+                     f"--deselect={tmp_path}/test_inner.py::test_helper",
+                     f"--ignore={tmp_path}/test_top.py"]
