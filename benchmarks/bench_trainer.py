@@ -297,8 +297,11 @@ def variant_name(mode: str | None) -> str:
 
 
 def sweepgrok_step(trainer: Trainer) -> Callable[[], None]:
-    """One training step of `trainer` as its run loop takes it (the one place to change if the
-    step's entry point moves)."""
+    """One training step of `trainer` as its run loop takes it past the learning-rate warm-up
+    (the one place to change if the step's entry point moves). The trainer replays a captured
+    CUDA graph (train.cuda_graph) only for steps after optim.warmup_steps + 1, so its step
+    counter is set there: the first call then captures, the later ones replay."""
+    trainer.step = trainer.cfg.optim.warmup_steps + 2
     return lambda: trainer._train_step(0.0)
 
 
