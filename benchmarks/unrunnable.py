@@ -19,11 +19,19 @@ from pathlib import Path
 
 
 @cache
+def local_modules(folder: Path) -> frozenset[str]:
+    """Modules of the tests' own folder and its subfolders (conftest and helpers, which pytest
+    or the tests themselves put on sys.path)."""
+    return frozenset({p.stem for p in folder.rglob("*.py")}
+                     | {p.parent.name for p in folder.rglob("__init__.py")})
+
+
+@cache
 def missing(module: str, folder: Path) -> bool:
-    """Whether the top-level package of `module` can be found neither here nor as a module of
-    the tests' own `folder` (conftest, helpers: pytest puts that folder on sys.path)."""
+    """Whether the top-level package of `module` can be found neither here nor among the
+    modules of the tests' `folder`."""
     top = module.split(".")[0]
-    if (folder / f"{top}.py").exists() or (folder / top / "__init__.py").exists():
+    if top in local_modules(folder):
         return False
     try:
         return importlib.util.find_spec(top) is None
