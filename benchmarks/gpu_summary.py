@@ -89,16 +89,18 @@ def seeds_lines(doc: dict[str, Any]) -> list[str]:
 
 
 def grid_lines(sweep: Path | None) -> list[str]:
-    """The grid's runs: how many, their statuses and the devices they trained on."""
+    """The grid's runs: how many, their statuses, the devices they trained on (and the GPU ids
+    Ray gave them)."""
     if sweep is None:
         return []
     import pandas as pd  # here: the rest of this module needs nothing beyond the stdlib
 
     runs = pd.read_parquet(sweep / "runs")
     statuses = dict(Counter(runs["status"]))
-    devices = dict(Counter(runs["device"])) if "device" in runs else {}
-    return [f"Ray grid ({sweep.name}): {len(runs)} runs, statuses {statuses}, "
-            f"devices {devices}"]
+    seen = {col: dict(Counter(runs[col].astype(str))) for col in ("device", "gpu_ids")
+            if col in runs}  # gpu_ids: what Ray assigned, where this version records it
+    return [f"Ray grid ({sweep.name}): {len(runs)} runs, statuses {statuses}"
+            + "".join(f", {col} {counts}" for col, counts in seen.items())]
 
 
 def test_lines(xml: Path) -> list[str]:

@@ -278,3 +278,14 @@ def test_unrunnable_leaves_out_tests_that_need_a_missing_module(tmp_path):
     assert lines == [f"--deselect={tmp_path}/test_inner.py::test_fixture",
                      f"--deselect={tmp_path}/test_inner.py::test_helper",
                      f"--ignore={tmp_path}/test_top.py"]
+
+
+def test_gpu_summary_counts_the_grid_runs_by_status_and_device(tmp_path):
+    import pandas as pd
+
+    (tmp_path / "g" / "runs").mkdir(parents=True)
+    pd.DataFrame({"run_id": ["a", "b", "c"], "status": ["grokked", "censored", "censored"],
+                  "device": ["cuda", "cuda", "cuda"]}).to_parquet(tmp_path / "g/runs/p.parquet")
+    (line,) = gpu_summary.grid_lines(tmp_path / "g")
+    assert line == ("Ray grid (g): 3 runs, statuses {'grokked': 1, 'censored': 2}, "
+                    "device {'cuda': 3}")
