@@ -21,8 +21,14 @@ _sg_env() {
     "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --disable-pip-version-check --target "$site" "$root"/.devcarry/wheels/*.whl || {
         echo "device_env: pip could not install .devcarry/wheels into $site" >&2; return 1; }
-    tar -xJf "$root/.devcarry/ray.tar.xz" -C "$site" || {
-        echo "device_env: could not unpack .devcarry/ray.tar.xz into $site" >&2; return 1; }
+    # tar -J needs the xz program, which a slim image may lack; Python's lzma does the same.
+    if command -v xz > /dev/null; then
+        tar -xJf "$root/.devcarry/ray.tar.xz" -C "$site"
+    else
+        "$py" -c 'import sys, tarfile
+with tarfile.open(sys.argv[1], "r:xz") as t:
+    t.extractall(sys.argv[2], filter="data")' "$root/.devcarry/ray.tar.xz" "$site"
+    fi || { echo "device_env: could not unpack .devcarry/ray.tar.xz into $site" >&2; return 1; }
 
     export PYTHONPATH="$site:$root${PYTHONPATH:+:$PYTHONPATH}"
     export PATH="$site/bin:$PATH"
