@@ -15,7 +15,7 @@
 # part that fails or overruns is recorded and the next one runs. Everything lands in the output
 # folder (at most 8 files): summary.txt (what failed, and the lines `E=1: <r>x the CUDA graph`
 # and `E=256: <ms> ms per member-step`), bench.log, bench_trainer.json, bench_seeds.json,
-# ray_grid.log, tests.log, tests.xml (JUnit).
+# ray_grid.log, tests.log, tests.xml (JUnit). Exit status 1 when a part did not pass.
 #
 # Usage:  source benchmarks/device_env.sh && benchmarks/gpu_check.sh [OUTDIR]   (default $OUT)
 #         benchmarks/gpu_check.sh --cpu-dry-run [OUTDIR]   (or GPU_CHECK_DRY=1): the same parts
@@ -122,3 +122,7 @@ part tests "$dir/tests.log" env OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "$py" -m pyt
 
 "$py" -m benchmarks.gpu_summary "$dir" --sweep "$scratch/sweeps/gpu_smoke" \
     --elapsed $((SECONDS - start)) "${results[@]/#/--part=}"
+for r in "${results[@]}"; do  # exit 1 when a part failed, overran or was skipped
+    rc=${r#*=}
+    [ "${rc%%:*}" = 0 ] || exit 1
+done
