@@ -2,10 +2,27 @@
 loop against sweepgrok's model (a speed-up is only a speed-up if both compute the same thing).
 Speeds themselves are never asserted here (see benchmarks/)."""
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
+import torch.nn.functional as F
 
-from benchmarks.bench_trainer import P1, P2, RefMLP, RefTransformer, step_flops
+from benchmarks import bench_seeds, bench_trainer, gpu_summary
+from benchmarks.bench_trainer import (
+    P1,
+    P2,
+    GraphReferenceLoop,
+    ReferenceLoop,
+    RefMLP,
+    RefTransformer,
+    graph_modes,
+    step_flops,
+    variant_name,
+)
 from benchmarks.run import discover, quick_argv
 from sweepgrok.config import Config, from_flat
 from sweepgrok.models import build_model
@@ -118,3 +135,157 @@ def test_run_finds_every_benchmark_and_its_quick_arguments():
                           "bench_analysis", "bench_progress", "bench_fourier_losses"}
     assert quick_argv("bench_seeds") == ["--quick"]
     assert quick_argv("bench_fourier_losses") == ["--quick"]
+
+
+# ---- the GPU check's code paths, on the CPU at tiny sizes -----------------------------------
+
+TINY = ["--set", "task.p=11", "--set", "model.d_model=16", "--set", "model.d_mlp=32",
+        "--set", "model.n_heads=2"]
+
+
+def test_graph_modes_follow_the_config_and_the_device(monkeypatch):
+    keys = ["train.device", "train.cuda_graph"]
+    monkeypatch.setattr(bench_trainer, "all_keys", lambda: keys)
+    assert graph_modes("both", "cuda") == ["off", "on"]
+    assert graph_modes("both", "cpu") == ["off"]  # on needs CUDA
+    assert graph_modes("auto", "cpu") == ["auto"]
+    monkeypatch.setattr(bench_trainer, "all_keys", lambda: keys[:1])  # a version without it
+    assert graph_modes("both", "cuda") == [None]
+    assert variant_name(None) == "sweepgrok" and variant_name("on") == "sweepgrok graph on"
+
+
+def test_the_cuda_graph_reference_needs_cuda():
+    with pytest.raises(ValueError, match="CUDA"):
+        GraphReferenceLoop(_cfg({"task.p": 11, "model.d_model": 16, "model.n_heads": 2,
+                                 "model.d_mlp": 32}), torch.device("cpu"))
+
+
+def test_reference_loop_step_is_one_adamw_step_on_the_full_batch():
+    cfg = _cfg({"task.p": 11, "model.d_model": 16, "model.n_heads": 2, "model.d_mlp": 32})
+    loop = ReferenceLoop(cfg, torch.device("cpu"))
+    w = loop.model.unembed.weight
+    w0 = w.detach().clone()
+    loss = F.cross_entropy(loop.model(loop.x)[:, -1], loop.y)
+    (g,) = torch.autograd.grad(loss, [w])
+    loop.step()
+    assert loop.losses == [pytest.approx(loss.item(), rel=1e-6)]  # the loss before the update
+    # AdamW's first step: decoupled decay, then lr * m_hat / (sqrt(v_hat) + eps) with
+    # m_hat = g, v_hat = g^2 (bias-corrected), eps = 1e-8 (torch's default).
+    lr, wd = cfg.optim.lr, cfg.optim.weight_decay
+    want = w0 * (1 - lr * wd) - lr * g / (g.abs() + 1e-8)
+    torch.testing.assert_close(w.detach(), want, rtol=1e-5, atol=1e-7)
+
+
+def test_bench_trainer_on_cpu_writes_its_timings_and_skips_the_graph(tmp_path, capsys):
+    out = tmp_path / "t.json"
+    bench_trainer.main(["--cases", "paper-1 Z_113, layernorm", "--threads", "1", "--rounds",
+                        "1", "--steps", "1", "--json", str(out), *TINY])
+    assert "cuda graph reference skipped (it needs a CUDA device)" in capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    (row,) = doc["rows"]
+    assert doc["device"] == "cpu" and doc["sets"]["task.p"] == 11
+    assert "reference" in row["ms"] and "cuda graph" not in row["ms"]
+    assert any(k.startswith("sweepgrok") for k in row["ms"])
+    assert row["n"] == 36  # round(0.3 * 11^2 = 36.3)
+    assert row["flops"] == step_flops(_cfg({**P1, "model.norm": "layernorm", "task.p": 11,
+                                            "model.d_model": 16, "model.d_mlp": 32,
+                                            "model.n_heads": 2}), 36)
+
+
+def test_bench_trainer_refuses_a_bad_override_naming_the_key(capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench_trainer.main(["--set", "train.nonsense=1"])
+    assert exc.value.code == 2 and "train.nonsense" in capsys.readouterr().err
+
+
+def test_bench_seeds_members_per_member_step_against_a_given_floor(tmp_path, capsys):
+    out = tmp_path / "s.json"
+    bench_seeds.main(["--members", "1", "2", "--repeats", "1", "--steps", "1",
+                      "--peak-tflops", "0.001", "--json", str(out), *TINY])
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["members"] for r in rows] == [1, 2]
+    cfg = _cfg({**bench_seeds.MEMBERS_CASE, "task.p": 11, "model.d_model": 16,
+                "model.d_mlp": 32, "model.n_heads": 2})
+    flops = step_flops(cfg, 36)  # one member's step, whatever E
+    for r in rows:
+        assert r["flops_per_member_step"] == flops
+        assert r["floor_ms_per_member_step"] == pytest.approx(flops / 1e9 * 1e3)  # 1 GFLOP/s
+    assert "ratio" in capsys.readouterr().out
+
+
+def test_the_paper1_floor_on_an_h200_is_0057_ms():
+    # 3,830,282,496 FLOP (test_floor_of_the_paper1_model_at_z113) at 67 TFLOP/s.
+    cfg = _cfg({**bench_seeds.MEMBERS_CASE})
+    ms = step_flops(cfg, 3831) / (bench_seeds.CUDA_FP32_TFLOPS * 1e12) * 1e3
+    assert ms == pytest.approx(0.05717, abs=1e-5)
+
+
+def _summary_inputs(tmp_path):
+    (tmp_path / "bench_trainer.json").write_text(json.dumps({"rows": [{
+        "case": "paper-1 Z_113, layernorm", "device": "cuda",
+        "ms": {"sweepgrok graph off": 6.0, "sweepgrok graph on": 1.0, "reference": 4.0,
+               "cuda graph": 2.0}}]}))
+    (tmp_path / "bench_seeds.json").write_text(json.dumps({"device": "cuda", "rows": [
+        {"members": e, "flops_per_member_step": 3.83e9, "floor_ms_per_member_step": 0.05,
+         "ms": {"sweepgrok graph on": ms, "sweepgrok graph off": 2 * ms}}
+        for e, ms in ((1, 1.0), (256, 25.6))]}))
+    (tmp_path / "tests.xml").write_text(
+        '<testsuites><testsuite tests="5" failures="1" errors="0" skipped="1" time="12.3">'
+        '<testcase classname="tests.test_a" name="test_x"><failure/></testcase>'
+        '<testcase classname="tests.test_a" name="test_y"/></testsuite></testsuites>')
+
+
+def test_gpu_summary_states_the_targets_in_the_issue_words(tmp_path):
+    _summary_inputs(tmp_path)
+    text = gpu_summary.summary(tmp_path, ["bench_trainer=0:60:75", "bench_seeds=124:110:110",
+                                          "ray_grid=1:30:100", "tests=0:100:150"], None, 300)
+    assert "E=1: 0.50x the CUDA graph (sweepgrok graph on; graph off: 3.00x)" in text
+    assert "E=1: 0.25x the eager notebook loop" in text
+    assert "E=256: 0.1000 ms per member-step (2.00x the FP32 floor; sweepgrok graph on;" in text
+    assert "E=1: 1.0000 ms per member-step (20.00x the FP32 floor" in text
+    assert "failed parts: bench_seeds, ray_grid" in text
+    assert "bench_seeds TIMED OUT (cap 110 s)" in text and "ray_grid FAILED (exit 1" in text
+    assert "Tests: 3 passed, 1 failed, 0 errors, 1 skipped in 12 s" in text
+    assert "not passed: tests.test_a::test_x" in text
+
+
+def test_gpu_summary_says_what_is_missing_instead_of_failing(tmp_path):
+    text = gpu_summary.summary(tmp_path, ["tests=skipped:0:3"], tmp_path / "no_sweep", None)
+    assert "failed parts: tests" in text and "tests SKIPPED" in text
+    for what in ("bench_trainer", "bench_seeds", "Ray grid", "Tests"):
+        assert f"{what}: not available (" in text
+
+
+@pytest.mark.parametrize("script", ["gpu_check.sh", "device_env.sh", "make_device_carry.sh"])
+def test_the_device_scripts_parse(script):
+    path = Path(__file__).parents[1] / "benchmarks" / script
+    assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0
+
+
+def test_unrunnable_leaves_out_tests_that_need_a_missing_module(tmp_path):
+    (tmp_path / "helper.py").write_text("X = 1\n")  # a module of the tests' own folder
+    (tmp_path / "test_top.py").write_text("import no_such_module_xyz\n")
+    (tmp_path / "test_inner.py").write_text(
+        "import pytest\nfrom helper import X\n\n"
+        "@pytest.fixture\ndef client():\n    from no_such_module_xyz.sub import C\n    return C\n\n"
+        "def _use():\n    return client\n\n"
+        "def test_fixture(client):\n    pass\n\n"
+        "def test_helper():\n    _use()\n\n"
+        "def test_fine():\n    import json\n")
+    lines = subprocess.run(
+        [sys.executable, "-m", "benchmarks.unrunnable", str(tmp_path)],
+        capture_output=True, text=True, check=True, cwd=Path(__file__).parents[1]).stdout.split()
+    assert lines == [f"--deselect={tmp_path}/test_inner.py::test_fixture",
+                     f"--deselect={tmp_path}/test_inner.py::test_helper",
+                     f"--ignore={tmp_path}/test_top.py"]
+
+
+def test_gpu_summary_counts_the_grid_runs_by_status_and_device(tmp_path):
+    import pandas as pd
+
+    (tmp_path / "g" / "runs").mkdir(parents=True)
+    pd.DataFrame({"run_id": ["a", "b", "c"], "status": ["grokked", "censored", "censored"],
+                  "device": ["cuda", "cuda", "cuda"]}).to_parquet(tmp_path / "g/runs/p.parquet")
+    (line,) = gpu_summary.grid_lines(tmp_path / "g")
+    assert line == ("Ray grid (g): 3 runs, statuses {'grokked': 1, 'censored': 2}, "
+                    "device {'cuda': 3}")
