@@ -209,11 +209,20 @@ def _shorthand(raw: Any) -> Any:
         isinstance(value, list)
         and len(value) == 2
         and all(isinstance(v, number) and not isinstance(v, bool) for v in value)
-        and all(math.isfinite(v) for v in value)
+        and all(_finite(v) for v in value)
     ):
         what = "integers" if integers else "finite numbers"
         raise ValueError(f"{kind}: must be a list [lo, hi] of two {what} (got {quoted(value)})")
     return {**fields, "low": value[0], "high": value[1]}
+
+
+def _finite(v: int | float) -> bool:
+    """A finite number that a float holds (an int of 400 digits is not one: Optuna samples
+    floats)."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
 
 
 Dist = Annotated[

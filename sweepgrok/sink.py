@@ -347,8 +347,12 @@ class FirstWriteSink:
             self.inner.write_geometry(new)
 
     def write_run(self, row: Mapping[str, Any]) -> None:
-        self.inner.write_run(row)
-        self.run_ids.add(str(row["run_id"]))
+        """Pass a run's row once: a checkpoint written where a run ended writes its row before
+        the trainer hands on the same row."""
+        run_id = str(row["run_id"])
+        if run_id not in self.run_ids:
+            self.inner.write_run(row)
+            self.run_ids.add(run_id)
 
     def flush(self) -> None:
         self.inner.flush()

@@ -28,7 +28,8 @@ REGENERATE = (
 
 def in_fresh_process(code: str) -> Any:
     """Run `code` (which prints JSON) in a Python of its own, golden.ENV set before torch."""
-    env = {**os.environ, **ENV, "PYTHONPATH": str(HERE)}
+    path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, **ENV, "PYTHONPATH": path}
     run = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600
     )
@@ -40,6 +41,13 @@ def in_fresh_process(code: str) -> Any:
 def current() -> dict[str, Any]:
     """Every golden config trained by this code, in one fresh process."""
     return in_fresh_process("import golden; golden.main([])")
+
+
+def pinned_torch() -> str:
+    """The torch version constraints.txt pins (what `make` installs and the references use)."""
+    text = (HERE.parent / "constraints.txt").read_text()
+    return next(line.split("==")[1].strip() for line in text.splitlines()
+                if line.startswith("torch=="))
 
 
 def first_difference(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> str:
@@ -58,6 +66,9 @@ def test_every_logged_value_equals_the_reference(name: str, current: dict[str, A
     want = json.loads((REFERENCES / f"{name}.json").read_text())
     if current["machine"]["cpu_capability"] != want["machine"]["cpu_capability"]:
         pytest.skip(f"the references need {want['machine']['cpu_capability']} kernels (x86-64)")
+    if current["machine"]["torch"].split("+")[0] != pinned_torch():
+        pytest.skip(f"torch {current['machine']['torch']} is not constraints.txt's pin "
+                    f"{pinned_torch()} (an environment `make` did not build)")
     assert want["machine"]["torch"] == current["machine"]["torch"], (
         f"the references were made with torch {want['machine']['torch']}: a torch upgrade "
         f"changes numerics; {REGENERATE}"

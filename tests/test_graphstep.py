@@ -109,19 +109,26 @@ def test_cuda_graph_on_where_torch_has_no_cuda_is_refused_before_training():
 OUTCOME = ("run_id", "status", "fit_step", "grok_step", "steps_run", "censored")
 
 
-def _close(a: Any, b: Any) -> bool:
-    """Equal, floats to float tolerance (a batch of another size rounds differently; on CUDA a
-    capture may also pick another cuBLAS algorithm: its workspace differs there)."""
+CPU_TOL = (1e-4, 1e-5)
+"""(rel, abs): a batch of another size rounds differently (lazy vs immediate compaction)."""
+CUDA_TOL = (1e-3, 1e-4)
+"""(rel, abs) of graph vs eager on CUDA: a capture may pick other cuBLAS algorithms (its
+workspace differs). Measured on an H200 at step 150 of these lr-1e-2 runs: at most 2e-4
+(train_loss) and 4e-4 (deff_test) relative, with the same fit and grok steps."""
+
+
+def _close(a: Any, b: Any, tol: tuple[float, float] = CPU_TOL) -> bool:
+    """Equal, floats to the tolerance `tol` (rel, abs)."""
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(_close(x, y, tol) for x, y in zip(a, b, strict=True))
     if isinstance(a, float) and isinstance(b, float):
         if math.isnan(a) or math.isnan(b):
             return math.isnan(a) and math.isnan(b)
-        return math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-5)
+        return math.isclose(a, b, rel_tol=tol[0], abs_tol=tol[1])
     return a == b
 
 
-def _assert_same(got: ListSink, want: ListSink) -> None:
+def _assert_same(got: ListSink, want: ListSink, tol: tuple[float, float] = CPU_TOL) -> None:
     """The same runs (outcomes exactly) and rows (keys exactly, values to float tolerance)."""
     (g_metrics, g_geometry, g_runs), (w_metrics, w_geometry, w_runs) = _rows(got), _rows(want)
     assert [{k: r[k] for k in OUTCOME} for r in g_runs] == \
@@ -131,7 +138,7 @@ def _assert_same(got: ListSink, want: ListSink) -> None:
             [(r["run_id"], r["step"]) for r in w_rows]
         for g, w in zip(g_rows, w_rows, strict=True):
             assert g.keys() == w.keys()
-            bad = {k: (g[k], w[k]) for k in g if not _close(g[k], w[k])}
+            bad = {k: (g[k], w[k]) for k in g if not _close(g[k], w[k], tol)}
             assert not bad, (g["run_id"], g["step"], bad)
 
 
@@ -246,7 +253,7 @@ def test_graph_runs_give_the_rows_of_eager_runs(over):
     graphed, trainer = _cuda_run(over, "on")
     assert trainer.graphed is not None and trainer.graphed.replays > 50
     assert trainer.graphed.captures <= 1 + 2 + (1 if over.get("geomdr.enabled") else 0)
-    _assert_same(graphed, eager)
+    _assert_same(graphed, eager, CUDA_TOL)
 
 
 @cuda

@@ -138,7 +138,7 @@ def test_analyze_reads_the_0_1_0_folder(tmp_path: Path) -> None:
     assert runs["train.seed"].tolist() == [1] and runs["status"].tolist() == ["censored"]
     # One run, censored at its 300 steps; the interrupted trial's rows are named, not counted.
     assert "0/1" in run.stdout and "> 300" in run.stdout
-    assert "1 run(s) have metrics but no runs/ row yet" in run.stdout + run.stderr
+    assert "1 run(s) have not ended (no runs/ row yet" in run.stdout + run.stderr
 
 
 def rows(sweep: Path) -> dict[str, Any]:

@@ -122,3 +122,17 @@ def test_readers_accept_narrower_numbers_and_numbers_as_text(tmp_path):
     pq.write_table(table, tmp_path / "metrics" / "part-1.parquet")
     m = read_metrics(tmp_path)
     assert m[["run_id", "step", "test_acc"]].values.tolist() == [["7", 10, 0.5]]
+
+
+def test_first_write_sink_passes_each_run_row_once():
+    """A checkpoint at the evaluation where a run ended writes its run row; the trainer then
+    hands on the same row: the folder must hold it once (seen on an H200, seeds 1 and 5)."""
+    from sweepgrok.sink import FirstWriteSink, ListSink
+
+    inner = ListSink()
+    sink = FirstWriteSink(inner, {"metrics": set(), "geometry": set()})
+    row = {"run_id": "a", "status": "grokked", "steps_run": 2400}
+    sink.write_run(row)
+    sink.write_run(dict(row))
+    sink.write_run({"run_id": "b", "status": "censored", "steps_run": 6000})
+    assert [r["run_id"] for r in inner.runs] == ["a", "b"]
