@@ -17,6 +17,7 @@ from typing import Any
 import ray
 from ray import tune
 
+from sweepgrok.heartbeat import Heartbeat
 from sweepgrok.spaces import GridSpec, Resources
 from sweepgrok.trackers import TrackerSpec
 from sweepgrok.tune.callback import TUNE_DIR, ParquetCallback, raise_write_error
@@ -34,23 +35,36 @@ QUIET_ENV = {
     "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",
     "RAY_AIR_NEW_OUTPUT": "0",
 }
+FORCED_ENV = {
+    # Ctrl-C and SIGTERM are sweepgrok's (sweepgrok.interrupt): the callback asks Tune to stop
+    # through Tune's own graceful stop (ParquetCallback.on_step_begin).
+    "TUNE_DISABLE_SIGINT_HANDLER": "1",
+}
 # Loggers that warn about things we chose (no result.json: rows go to Parquet instead).
 QUIET_LOGGERS = ("ray.tune.analysis.experiment_analysis", "ray.tune.tune", "ray.tune")
 TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
+TUNE_ADVICE = ("Stop signal received", "Experiment has been interrupted", "Trials did not complete")
+"""Tune's own lines about an interrupted fit (its restore advice is Tuner.restore(...), the
+wrong tool for a sweepgrok user): sweepgrok prints its own line with the command that
+continues (sweepgrok.cli.launch / search)."""
 TOKEN_GREETING = "Token authentication is enabled for this Ray cluster."
 """Ray's warning at every local start that it turned token authentication on: about Ray's own
 default, not about the sweep; an embedded Ray drops it (that message only, see start_ray)."""
 
 
 class _DropMessage(logging.Filter):
-    """Drops records whose message starts with `prefix`; lets every other record through."""
+    """Drops records whose message starts with `prefix` (a string or a tuple of them); lets
+    every other record through."""
 
-    def __init__(self, prefix: str) -> None:
+    def __init__(self, prefix: str | tuple[str, ...]) -> None:
         super().__init__()
         self.prefix = prefix
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not record.getMessage().startswith(self.prefix)
+
+
+_TUNE_ADVICE_FILTER = _DropMessage(TUNE_ADVICE)
 
 
 @contextlib.contextmanager
@@ -72,9 +86,12 @@ class Outcome:
     total: int
     terminated: int
     errored: int
+    interrupted: int = 0
+    """Trials started and stopped before they ended (Ctrl-C, SIGTERM): --resume resumes them."""
 
     @property
     def unfinished(self) -> int:
+        """Trials not ended: interrupted ones and those never started."""
         return self.total - self.terminated - self.errored
 
 
@@ -96,8 +113,12 @@ def start_ray(address: str | None, num_cpus: int | None = None, verbose: bool = 
     """
     for key, value in QUIET_ENV.items():
         os.environ.setdefault(key, value)
+    os.environ.update(FORCED_ENV)
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.INFO if verbose else logging.ERROR)
+    tune_log = logging.getLogger("ray.tune.tune")
+    if _TUNE_ADVICE_FILTER not in tune_log.filters:  # --verbose too
+        tune_log.addFilter(_TUNE_ADVICE_FILTER)
     address = address or os.environ.get("RAY_ADDRESS") or None
     common: dict[str, Any] = {
         "log_to_driver": verbose,
@@ -232,7 +253,17 @@ def run_tuner(tuner: tune.Tuner, total: int, callback: ParquetCallback) -> Outco
     finally:
         callback.close()
     ended = callback.ended or {}
-    return Outcome(total, terminated=ended.get("TERMINATED", 0), errored=ended.get("ERROR", 0))
+    return Outcome(
+        total,
+        terminated=ended.get("TERMINATED", 0),
+        errored=ended.get("ERROR", 0),
+        interrupted=ended.get("INTERRUPTED", 0),
+    )
+
+
+def stop_heartbeat(heartbeat: Heartbeat, callback: ParquetCallback, total: int) -> None:
+    """The driver's last heartbeat: ended when every trial ended, else interrupted."""
+    heartbeat.stop("ended" if callback.all_ended(total) else "interrupted")
 
 
 def launch_grid(
@@ -247,16 +278,26 @@ def launch_grid(
     verbose: bool = False,
     train_fn: Callable[..., Any] | None = None,
     trackers: Sequence[TrackerSpec] = (),
+    resume_command: str = "",
 ) -> Outcome:
     """Run (or, with `resume`, restore and finish) a grid's trials; rows land in sweep_dir.
 
     `verbose` lets Ray's worker output through (see start_ray). `train_fn` replaces
     sweepgrok.trainer.train inside the trials (tests: a trainer that fails). The driver mirrors
-    the rows to `trackers` (sweepgrok.trackers).
+    the rows to `trackers` (sweepgrok.trackers) and keeps a heartbeat in the sweep folder
+    (sweepgrok.heartbeat; `resume_command` is the command it shows for going on).
     """
     s = spec.settings
-    callback = ParquetCallback(sweep_dir, s.name, len(spec.trials), live=live, trackers=trackers)
-    start_ray(address, num_cpus, verbose=verbose)
+    total = len(spec.trials)
+    heartbeat = Heartbeat(sweep_dir, "launch", total, resume=resume_command).start()
+    callback = ParquetCallback(
+        sweep_dir, s.name, total, live=live, trackers=trackers, heartbeat=heartbeat
+    )
+    try:
+        start_ray(address, num_cpus, verbose=verbose)
+    except BaseException:
+        heartbeat.stop("interrupted")
+        raise
     try:
         if resume and can_resume(sweep_dir):
             log.info("restoring the Ray Tune experiment in %s", tune_dir(sweep_dir))
@@ -273,6 +314,7 @@ def launch_grid(
                 callback=callback,
                 train_fn=train_fn,
             )
-        return run_tuner(tuner, len(spec.trials), callback)
+        return run_tuner(tuner, total, callback)
     finally:
+        stop_heartbeat(heartbeat, callback, total)
         ray.shutdown()
