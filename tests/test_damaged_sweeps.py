@@ -87,7 +87,7 @@ def test_skip_damaged_leaves_the_part_out_with_a_warning(sweep: Path, kind: str)
 
 def _set_value(path: Path, column: str, value: float) -> None:
     table = pq.read_table(path)
-    values = [value] + table.column(column).to_pylist()[1:]  # one bad row among good ones
+    values = [value, *table.column(column).to_pylist()[1:]]  # one bad row among good ones
     pq.write_table(table.set_column(table.schema.get_field_index(column), column,
                                     pa.array(values, pa.float64())), path)
 

@@ -91,7 +91,8 @@ def _print(state: SweepStatus, fmt: Format) -> None:
 
         typer.echo(json.dumps(as_json(state, time.time()), indent=2))
     else:
-        console.print(status_view(state, time.time()))
+        # soft_wrap: never wrapped, paths and the continue command are copied and pasted.
+        console.print(status_view(state, time.time()), soft_wrap=True)
     sys.stdout.flush()
 
 

@@ -160,10 +160,10 @@ class ParquetCallback(tune.Callback):
     def _status(self, trial: Any) -> str:
         """Tune's status of the trial, INTERRUPTED for one stopped before it ended."""
         status = str(trial.status)
+        if status != "TERMINATED" or not self._started:
+            return status
         tid = _tune_id(trial)
-        if status == "TERMINATED" and tid in self._started and tid not in self._ended_here:
-            return "INTERRUPTED"
-        return status
+        return "INTERRUPTED" if tid in self._started - self._ended_here else status
 
     def states(self, trials: Sequence[Any]) -> dict[str, int]:
         """This session's trials by sweepgrok state (done, running, pending, failed,
