@@ -27,7 +27,7 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 """The signals handled: Ctrl-C in a terminal, and what schedulers and ``kill`` send."""
 NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
 
-_state: dict[str, Any] = {"signum": None, "pending_exit": None, "depth": 0}
+_state: dict[str, Any] = {"signum": None, "pending_exit": None, "depth": 0, "active": 0}
 _lock = threading.Lock()
 _notice: list[Callable[[int], None]] = []
 
@@ -108,13 +108,23 @@ def handling(on_signal: Callable[[int], None] | None = None) -> Iterator[None]:
         _notice.append(on_signal)
     for sig in SIGNALS:
         signal.signal(sig, _handler)
+    _state["active"] += 1
     try:
         yield
     finally:
+        _state["active"] -= 1
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if on_signal is not None:
             _notice.remove(on_signal)
+
+
+def reinstall() -> None:
+    """Take the signals back after a library replaced their handlers below Python (Ray's core
+    worker installs its own SIGTERM handler at ``ray.init``, which exits 15 at once)."""
+    if _state["active"] and threading.current_thread() is threading.main_thread():
+        for sig in SIGNALS:
+            signal.signal(sig, _handler)
 
 
 def reset() -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import ray
 from ray import tune
 
+from sweepgrok import interrupt
 from sweepgrok.heartbeat import Heartbeat
 from sweepgrok.spaces import GridSpec, Resources
 from sweepgrok.trackers import TrackerSpec
@@ -127,15 +128,11 @@ def start_ray(address: str | None, num_cpus: int | None = None, verbose: bool = 
     if address:
         log.info("connecting to the Ray cluster at %s", address)
         ray.init(address=address, **common)
-        return
-    # "local" forces a fresh embedded Ray even if another cluster runs on this machine.
-    with without_token_greeting():
-        ray.init(
-            address="local",
-            num_cpus=num_cpus,
-            include_dashboard=False,
-            **common,
-        )
+    else:
+        # "local" forces a fresh embedded Ray even if another cluster runs on this machine.
+        with without_token_greeting():
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **common)
+    interrupt.reinstall()  # ray.init put its own SIGTERM handler in place of sweepgrok's
 
 
 def trial_dirname(trial: Any) -> str:
