@@ -32,6 +32,11 @@ _lock = threading.Lock()
 _notice: list[Callable[[int], None]] = []
 
 
+def active() -> bool:
+    """Inside ``handling()``: sweepgrok's handlers own SIGINT and SIGTERM."""
+    return bool(_state["active"])
+
+
 def requested() -> int | None:
     """The first signal received while ``handling()`` was active (None: none)."""
     return _state["signum"]

@@ -36,11 +36,10 @@ QUIET_ENV = {
     "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",
     "RAY_AIR_NEW_OUTPUT": "0",
 }
-FORCED_ENV = {
-    # Ctrl-C and SIGTERM are sweepgrok's (sweepgrok.interrupt): the callback asks Tune to stop
-    # through Tune's own graceful stop (ParquetCallback.on_step_begin).
-    "TUNE_DISABLE_SIGINT_HANDLER": "1",
-}
+NO_TUNE_SIGINT = "TUNE_DISABLE_SIGINT_HANDLER"
+"""Set while sweepgrok.interrupt handles the signals (the CLI): the callback then asks Tune to
+stop through Tune's own graceful stop (ParquetCallback.on_step_begin). A library caller
+without it keeps Tune's Ctrl-C handling."""
 # Loggers that warn about things we chose (no result.json: rows go to Parquet instead).
 QUIET_LOGGERS = ("ray.tune.analysis.experiment_analysis", "ray.tune.tune", "ray.tune")
 TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
@@ -66,6 +65,7 @@ class _DropMessage(logging.Filter):
 
 
 _TUNE_ADVICE_FILTER = _DropMessage(TUNE_ADVICE)
+_set_by_us = {"sigint": False}
 
 
 @contextlib.contextmanager
@@ -114,7 +114,11 @@ def start_ray(address: str | None, num_cpus: int | None = None, verbose: bool = 
     """
     for key, value in QUIET_ENV.items():
         os.environ.setdefault(key, value)
-    os.environ.update(FORCED_ENV)
+    if interrupt.active():
+        os.environ[NO_TUNE_SIGINT] = "1"
+    elif os.environ.get(NO_TUNE_SIGINT) == "1" and _set_by_us["sigint"]:
+        del os.environ[NO_TUNE_SIGINT]
+    _set_by_us["sigint"] = interrupt.active()
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.INFO if verbose else logging.ERROR)
     tune_log = logging.getLogger("ray.tune.tune")
