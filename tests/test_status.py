@@ -203,7 +203,9 @@ def test_a_launched_sweep_logs_each_trial_and_status_matches_its_runs(
                            capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
     doc = json.loads(shown.stdout)
-    assert doc["trials"] == {"total": 4, "done": 4, "running": 0, "pending": 0, "failed": 0}
+    assert doc["trials"] == {"total": 4, "done": 4, "running": 0, "pending": 0, "failed": 0,
+                             "interrupted": 0}
+    assert doc["driver"]["state"] == "ended"
     assert doc["time_left_s"] == 0.0 and doc["mean_trial_s"] > 0
     column = f"grok_step_{round(doc['runs']['threshold'] * 100)}"
     assert doc["runs"]["recorded"] == 4
