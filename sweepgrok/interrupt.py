@@ -1,20 +1,25 @@
-"""Interrupting a command with SIGINT (Ctrl-C) or SIGTERM: one contract for every command.
+"""Ctrl-C (SIGINT) and SIGTERM: one contract for every long command (docs/interrupting.md).
 
-Inside ``with interruptible(...) as intr:``
+Inside ``with handling(...) as intr:``
 
-- the **first** signal is recorded (``intr.requested``) and one note goes to stderr; the command
-  goes on to its next safe point (``intr.check()`` raises Interrupted there), keeps what it
-  measured, prints ``continue_line`` and exits with ``intr.exit_code``: 128 + the signal's
-  number, 130 for SIGINT and 143 for SIGTERM, as shells report a process a signal ended;
-- the **second** raises KeyboardInterrupt wherever the main thread is: the command skips to its
-  cleanup (flush what is measured, record what is unfinished) at once;
-- a **third** ends the process at once (``os._exit``), even inside that cleanup. Files stay
-  whole even then: every file sweepgrok writes goes to a temporary name and is renamed, so a
-  reader sees the old file or the new one; rows still in memory are lost.
+- the **first** signal only records itself (``requested()``, ``intr.requested``) and one note
+  goes to stderr: ``Ctrl-C: <note> (Ctrl-C again: stop at once)``. The command's work polls
+  the request (``intr.check()`` raises Interrupted at a safe point), keeps what it measured,
+  prints ``continue_line`` and exits ``exit_code()``: 130 for SIGINT, 143 for SIGTERM (128 +
+  the signal, as shells report a process a signal ended);
+- the **second** ends the process at once (``os._exit``). A command that still holds rows in
+  memory asks for ``cleanup=True``: then the second raises KeyboardInterrupt wherever the main
+  thread is, so the command skips to its cleanup (flush the rows, record what is unfinished),
+  and only a **third** ends it at once, even inside that cleanup;
+- ``critical()`` marks a write that must finish once begun (a temporary file renamed into
+  place): a signal that would end the process or raise inside it takes effect right after it.
+  Every file sweepgrok writes goes to a temporary name and is renamed, so a reader sees the old
+  file or the new one even after ``os._exit``; only rows still in memory are lost then.
 
-The handlers do no I/O but one ``os.write`` of the note (async-signal safe, no Python buffer
-that the interrupted code may be holding). Outside the main thread nothing is installed (Python
-allows handlers only there) and the block is never interrupted by this module.
+Ending at once exits with the first signal's status. The handlers do no I/O but one
+``os.write`` of a line (async-signal safe, no Python buffer that the interrupted code may be
+holding). Outside the main thread nothing is installed (Python allows handlers only there).
+Plain Python (no Ray, no torch): ``sweepgrok train`` and the Ray drivers share it.
 """
 
 from __future__ import annotations
@@ -24,16 +29,25 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from types import FrameType
+from typing import Any
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-"""The signals a command handles: a terminal's Ctrl-C, and a scheduler's or `kill`'s stop."""
+"""The signals handled: Ctrl-C in a terminal, and what schedulers and ``kill`` send."""
+NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
+DEFAULT_NOTE = "stopping and keeping what was measured"
 
-
-def exit_code(signum: int) -> int:
-    """The exit status of a command a signal stopped: 128 + its number (130, 143)."""
-    return 128 + signum
+_state: dict[str, Any] = {
+    "signum": None,  # the first signal received (None: none yet)
+    "count": 0,  # how many arrived
+    "pending_exit": None,  # exit status owed once the current critical() block ends
+    "pending_raise": False,  # a KeyboardInterrupt owed once the current critical() block ends
+    "depth": 0,  # nesting of critical()
+    "active": 0,  # nesting of handling()
+    "note": DEFAULT_NOTE,
+    "cleanup": False,
+}
+_lock = threading.Lock()
 
 
 class Interrupted(Exception):
@@ -44,72 +58,164 @@ class Interrupted(Exception):
         self.signum = signum
 
 
-@dataclass
 class Interruption:
-    """The signals received so far inside ``interruptible``."""
+    """What ``handling`` yields: the module's record of the signals, as attributes."""
 
-    signum: int | None = None
-    """The first signal's number (None: none yet)."""
-    count: int = 0
-    """How many signals arrived."""
+    @property
+    def signum(self) -> int | None:
+        """The first signal's number (None: none yet)."""
+        return requested()
+
+    @property
+    def count(self) -> int:
+        """How many signals arrived."""
+        return int(_state["count"])
 
     @property
     def requested(self) -> bool:
         """A signal arrived: stop at the next safe point."""
-        return self.signum is not None
+        return requested() is not None
 
     @property
     def name(self) -> str:
-        """SIGINT or SIGTERM (the first signal)."""
-        return signal.Signals(self.signum or signal.SIGINT).name
+        """Ctrl-C or SIGTERM (the first signal)."""
+        return name()
 
     @property
     def exit_code(self) -> int:
         """130 for SIGINT, 143 for SIGTERM (the first signal)."""
-        return exit_code(self.signum or signal.SIGINT)
+        return exit_code()
 
     def check(self) -> None:
         """At a safe point: raise Interrupted if a signal arrived."""
-        if self.signum is not None:
-            raise Interrupted(self.signum)
+        signum = requested()
+        if signum is not None:
+            raise Interrupted(signum)
+
+
+def active() -> bool:
+    """Inside ``handling()``: sweepgrok's handlers own SIGINT and SIGTERM."""
+    return bool(_state["active"])
+
+
+def requested() -> int | None:
+    """The first signal received while ``handling()`` was active (None: none)."""
+    return _state["signum"]
+
+
+def exit_code(signum: int | None = None) -> int:
+    """128 + the signal (default: the first received): 130 for SIGINT, 143 for SIGTERM."""
+    return 128 + int(signum if signum is not None else (requested() or signal.SIGINT))
+
+
+def name(signum: int | None = None) -> str:
+    """How the signal (default: the first received) is named in messages: Ctrl-C, SIGTERM."""
+    sig = signum if signum is not None else requested()
+    return NAMES.get(signal.Signals(sig), f"signal {sig}") if sig is not None else "nothing"
+
+
+def continue_line(kept: str, command: str | None = None) -> str:
+    """The one line an interrupted command prints (stderr): what it kept, how to go on.
+
+    ``interrupted (Ctrl-C): <kept>; continue with: <command>`` (no command: nothing to go on)."""
+    then = f"; continue with: {command}" if command else ""
+    return f"interrupted ({name()}): {kept}{then}"
+
+
+def _say(line: str) -> None:
+    # os.write, not sys.stderr: the handler may run while the main thread is inside a write to
+    # sys.stderr (a live view), and a buffered stream refuses a reentrant call.
+    with contextlib.suppress(OSError):
+        if os.isatty(2):
+            line = "\r\x1b[?25h" + line  # show the cursor a live view hid
+        os.write(2, (line + "\n").encode())
 
 
 def _again(signum: int) -> str:
-    return "Ctrl-C again" if signum == signal.SIGINT else f"a second {signal.Signals(signum).name}"
+    return "Ctrl-C again" if signum == signal.SIGINT else f"a second {name(signum)}"
+
+
+def _handler(signum: int, frame: FrameType | None) -> None:
+    _state["count"] += 1
+    if _state["signum"] is None:
+        _state["signum"] = signum
+        _say(f"{name(signum)}: {_state['note']} ({_again(signum)}: stop at once)")
+        return
+    raise_now = _state["cleanup"] and _state["count"] == 2
+    with _lock:
+        if _state["depth"] > 0:  # a file is being written: act right after it is in place
+            if raise_now:
+                _state["pending_raise"] = True
+            else:
+                _state["pending_exit"] = exit_code()
+            return
+    if raise_now:
+        raise KeyboardInterrupt
+    _end_now(exit_code())
+
+
+def _end_now(code: int) -> None:
+    _say(f"{name()} again: ended at once; the files written so far are intact")
+    os._exit(code)
 
 
 @contextlib.contextmanager
-def interruptible(note: str) -> Iterator[Interruption]:
-    """Handle SIGINT and SIGTERM inside the block as the module doc says; the previous handlers
-    come back after it. `note` says what the first signal does (``stopping at the next
-    evaluation``); the line printed is ``<SIGNAL>: <note> (<how to stop at once>)``."""
-    intr = Interruption()
-    if threading.current_thread() is not threading.main_thread():
-        yield intr
-        return
-
-    def handle(signum: int, frame: FrameType | None) -> None:
-        intr.count += 1
-        if intr.count == 1:
-            intr.signum = signum
-            line = f"\n{signal.Signals(signum).name}: {note} ({_again(signum)}: stop at once)\n"
-            with contextlib.suppress(OSError):
-                os.write(2, line.encode())
-        elif intr.count == 2:
-            raise KeyboardInterrupt
-        else:
-            os._exit(intr.exit_code)
-
-    previous = {s: signal.signal(s, handle) for s in SIGNALS}
+def critical() -> Iterator[None]:
+    """A write that must finish once begun (temporary file, then rename): a signal that would
+    end the process (or raise) meanwhile does so right after the block, not inside it."""
+    with _lock:
+        _state["depth"] += 1
     try:
-        yield intr
+        yield
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        with _lock:
+            _state["depth"] -= 1
+            outer = _state["depth"] == 0
+            pending = _state["pending_exit"] if outer else None
+            raise_now = outer and _state["pending_raise"]
+            if raise_now:
+                _state["pending_raise"] = False
+        if pending is not None:
+            _end_now(pending)
+        if raise_now:
+            raise KeyboardInterrupt
 
 
-def continue_line(intr: Interruption, kept: str, command: str) -> str:
-    """The one line an interrupted command prints (stderr): what it kept, how to go on.
+@contextlib.contextmanager
+def handling(
+    note: str = DEFAULT_NOTE,
+    *,
+    cleanup: bool = False,
+) -> Iterator[Interruption]:
+    """Install the handlers (main thread only) for the block; restore the previous ones after.
 
-    ``interrupted by SIGINT: <kept>; continue with: <command>``"""
-    return f"interrupted by {intr.name}: {kept}; continue with: {command}"
+    `note` says what the first signal does (``stopping at the next evaluation``). `cleanup`:
+    the second signal raises KeyboardInterrupt, the third ends at once (see the module doc).
+    The recorded signal outlives the block: the command reads
+    ``requested()`` after it to choose its exit status; the outermost block starts afresh."""
+    if threading.current_thread() is not threading.main_thread():
+        yield Interruption()
+        return
+    previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
+    saved = {"note": _state["note"], "cleanup": _state["cleanup"]}
+    if not _state["active"]:  # a new command (tests run several in one process)
+        _state.update(signum=None, count=0, pending_exit=None, pending_raise=False)
+    _state.update(note=note, cleanup=cleanup)
+    for sig in SIGNALS:
+        signal.signal(sig, _handler)
+    _state["active"] += 1
+    try:
+        yield Interruption()
+    finally:
+        _state["active"] -= 1
+        _state.update(saved)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def reinstall() -> None:
+    """Take the signals back after a library replaced their handlers below Python (Ray's core
+    worker installs its own SIGTERM handler at ``ray.init``, which exits 15 at once)."""
+    if _state["active"] and threading.current_thread() is threading.main_thread():
+        for sig in SIGNALS:
+            signal.signal(sig, _handler)

@@ -7,7 +7,10 @@ A reader lists ``<sweep>/<kind>/*.parquet`` in name order (write order) and leav
 - symbolic links, with a warning: the writer never makes one, and a link may point outside the
   sweep folder.
 
-Any other entry must be a readable Parquet file whose columns fit the kind's schema. A damaged
+Any other entry must be a readable Parquet file whose columns fit the kind's schema, with the
+kind's required columns (REQUIRED: a metrics part without test_acc holds no grok step) and
+values in range (RANGES: accuracies are fractions in [0, 1]; a value outside, -5 or 95 logged
+in percent, would silently change every grok step). A damaged
 one (empty, truncated, not Parquet, a folder, a column of the wrong type) raises DamagedPart by
 default: a run silently left out would bias every statistic. With ``skip_damaged`` it is left
 out with a warning instead.
@@ -28,6 +31,14 @@ log = logging.getLogger(__name__)
 
 ARROW_ERRORS = (pa.ArrowException, OSError)
 """What pyarrow raises on an unreadable file (ArrowInvalid, ArrowIOError = OSError, ...)."""
+
+
+REQUIRED = {"metrics": ("test_acc",)}
+"""Columns every part of a kind must hold (the rest may be missing: read as null)."""
+RANGES = {"metrics": {"train_acc": (0.0, 1.0), "test_acc": (0.0, 1.0)}}
+"""Allowed closed ranges of a kind's columns (null and NaN pass: a run not evaluated)."""
+RANGE_EPS = 1e-6
+"""Rounding slack on a range's ends."""
 
 
 class DamagedPart(ValueError):
@@ -166,9 +177,52 @@ def part_files(
             continue
         dataset = ds.dataset([str(p) for p in listed], schema=schema, format="parquet")
         for path, fragment in zip(listed, dataset.get_fragments(), strict=True):
-            problem = _file_problem(fragment, schema)
+            problem = _file_problem(fragment, schema) or _missing(fragment, kind)
             if problem:
                 damaged(sweep_dir, path, problem, skip)
             else:
                 out.append(fragment)
     return out
+
+
+def _missing(fragment: ds.ParquetFileFragment, kind: str) -> str | None:
+    """A reason when the part lacks a column its kind requires (REQUIRED)."""
+    have = fragment.physical_schema.names
+    gone = [c for c in REQUIRED.get(kind, ()) if c not in have]
+    return f"no {', '.join(gone)} column (every {kind} part has one)" if gone else None
+
+
+def range_problem(table: pa.Table, kind: str) -> str | None:
+    """A reason when a column of `table` holds a value outside its range (RANGES)."""
+    import pyarrow.compute as pc
+
+    for col, (low, high) in RANGES.get(kind, {}).items():
+        if col not in table.column_names:
+            continue
+        values = pc.drop_null(table.column(col))
+        values = pc.filter(values, pc.invert(pc.is_nan(values))) if len(values) else values
+        if not len(values):
+            continue
+        span = pc.min_max(values)
+        lo, hi = span["min"].as_py(), span["max"].as_py()
+        if lo < low - RANGE_EPS or hi > high + RANGE_EPS:
+            bad = lo if lo < low - RANGE_EPS else hi
+            hint = ": logged in percent?" if bad > 1 and high == 1.0 else ""
+            return f"{col} holds {bad:g}, outside [{low:g}, {high:g}] (a fraction){hint}"
+    return None
+
+
+def drop_out_of_range(
+    parts: Sequence[ds.Fragment], schema: pa.Schema, kind: str, skip: bool
+) -> list[ds.Fragment]:
+    """`parts` without those holding values outside RANGES (DamagedPart unless `skip`)."""
+    cols = [c for c in RANGES.get(kind, {}) if c in schema.names]
+    kept = []
+    for part in parts:
+        problem = range_problem(as_dataset([part], schema).to_table(columns=cols), kind)
+        if problem is None:
+            kept.append(part)
+            continue
+        path = Path(part.path)  # <sweep_dir>/<kind>/<name>, as part_files built it
+        damaged(path.parents[1], path, problem, skip)
+    return kept

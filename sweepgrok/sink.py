@@ -33,7 +33,9 @@ from sweepgrok.parts import (
     DamagedPart,
     as_dataset,
     damaged,
+    drop_out_of_range,
     part_files,
+    range_problem,
     scan_problem,
 )
 
@@ -418,6 +420,9 @@ def read_table(
     except ARROW_ERRORS:
         # A part whose footer is fine but whose rows are not: find it (and, skipping, retry).
         parts = _drop_unreadable(parts, schema, cols, skip_damaged)
+        table = _scan(parts, schema, cols)
+    if range_problem(table, kind):  # find the part(s) at fault: the error names them
+        parts = drop_out_of_range(parts, schema, kind, skip_damaged)
         table = _scan(parts, schema, cols)
     return dedupe(table, keys)
 

@@ -113,11 +113,13 @@ def _check_metrics_present(sweep_dir: Path, runs: pd.DataFrame, metric_ids: pd.S
 def _check_fractions(metrics: pd.DataFrame) -> None:
     # Trap in public code: accuracies logged in percent. Refuse rather than report no grokking.
     for col in ("train_acc", "test_acc"):
-        top = metrics[col].max()
+        top, bottom = metrics[col].max(), metrics[col].min()
         if pd.notna(top) and top > 1.0 + ACC_EPS:
             raise AnalysisError(
                 f"{col} must be a fraction in [0, 1] (max is {top:g}: logged in percent?)"
             )
+        if pd.notna(bottom) and bottom < -ACC_EPS:
+            raise AnalysisError(f"{col} must be a fraction in [0, 1] (min is {bottom:g})")
 
 
 def run_events(metrics: pd.DataFrame, **kwargs: Any) -> pd.DataFrame:

@@ -8,6 +8,9 @@
 - A search resumes its own study (``study.json``) and only while what its trials depend on is
   unchanged (the fingerprint of base, space, metric, mode).
 - The sweep file is copied beside the rows once (``sweep.yaml``), so the folder says what ran.
+  The copy is self-contained: a ``base:`` path is inlined, and ``name`` and ``storage``
+  (absolute) are written out, so `status` reads it and ``launch <sweep>/sweep.yaml --resume``
+  finds the same folder from any working directory.
 - A folder sweepgrok creates holds a marker file (``.sweepgrok``). ``--fresh`` deletes only a
   sweep folder: one with the marker, or one from a version before the marker whose every entry
   is a name sweepgrok writes (OLD_SWEEP_ENTRIES). Anything else is refused, nothing deleted.
@@ -209,13 +212,45 @@ def prepare_search_folder(
     return record
 
 
-def keep_sweep_file(source: Path, sweep_dir: Path) -> Path:
-    """Copy the grid or search file into the sweep folder (once: a resume keeps the first)."""
+def keep_sweep_file(settings: Any, sweep_dir: Path) -> Path:
+    """Copy the validated grid or search file (`settings`: its SweepFile) into the sweep
+    folder, self-contained (see the module doc); once: a resume keeps the first copy."""
+    import os
+
     make_sweep_folder(sweep_dir)
     copy = sweep_dir / SWEEP_FILE
-    if not copy.exists():
-        try:
-            shutil.copyfile(source, copy)
-        except OSError as err:
-            raise FolderError(f"{copy}: cannot write: {err.strerror}") from None
+    if copy.exists():
+        return copy
+    tmp = sweep_dir / f".{SWEEP_FILE}.tmp"
+    try:
+        tmp.write_text(self_contained(settings, sweep_dir))
+        os.replace(tmp, copy)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise FolderError(f"{copy}: cannot write: {err.strerror}") from None
     return copy
+
+
+def self_contained(settings: Any, sweep_dir: Path) -> str:
+    """The sweep file's text, as written, when it reads the same from anywhere; else its keys
+    with the base inlined and name and storage (absolute) written out, under a comment."""
+    import yaml
+
+    source = Path(settings.source)
+    text = source.read_text()
+    doc = yaml.safe_load(text)
+    storage = str(sweep_dir.resolve().parent)
+    changed = []
+    if isinstance(doc.get("base"), str):
+        changed.append(f"base: {doc['base']} inlined")
+        doc["base"] = dict(settings.base)
+    if doc.get("name") != settings.name:
+        changed.append("name written out")
+        doc["name"] = settings.name
+    if doc.get("storage") != storage:
+        changed.append("storage made absolute")
+        doc["storage"] = storage
+    if not changed:
+        return text
+    head = f"# sweepgrok's copy of {source.resolve()} ({', '.join(changed)})\n"
+    return head + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)

@@ -19,6 +19,14 @@ What each trial state means, and where it is read from:
 Tune writes its snapshot every few seconds, so the states can lag the run rows by that much;
 the run rows win where they say more (a trial whose run rows are all written is done).
 
+**The driver** (sweepgrok.heartbeat, ``driver.json``): while the driver that runs the sweep is
+alive, the counts are the ones it holds (what runs is what Ray runs, not a snapshot's lag).
+When it is gone (it stopped on Ctrl-C or SIGTERM, or it was killed: its heartbeat is stale or
+its pid is not alive on this host) nothing runs: the trials the folder still calls running are
+**interrupted** (``--resume`` continues them), the sweep is "interrupted (driver not running
+since HH:MM)" while any trial is unfinished, and there is no time-left estimate. A folder
+without a heartbeat (an older version's) is read as before.
+
 Runs and grok steps come from ``runs/`` only (one row per run, written when it ends; no
 metrics are read): a group's ``grok_median`` is the median grok step of its runs that grokked
 (biased low while slow runs are still running), ``km_median`` the Kaplan-Meier median over
@@ -34,12 +42,14 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweepgrok import heartbeat
 from sweepgrok.config import ConfigError
 from sweepgrok.study import SUMMARY_FILE
 from sweepgrok.sweepdir import PART_FOLDERS, SWEEP_FILE, holds_sweep
@@ -87,6 +97,9 @@ class SweepStatus:
     time_left_s: float | None
     search: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    driver: dict[str, Any] | None = None
+    """state (running, interrupted, ended), pid, host, since (the heartbeat's last time),
+    resume (the command that continues); None without a heartbeat (see the module doc)."""
 
 
 # ---- the sweep file ------------------------------------------------------------------------
@@ -159,7 +172,10 @@ def grid_trials(runs: pd.DataFrame, tune: list[dict[str, Any]]) -> list[Trial]:
 
 def _grid_state(info: Mapping[str, Any], statuses: list[str]) -> str:
     tune_state = TUNE_STATES.get(str(info.get("status")), "pending") if info else None
-    ok = sum(s != "failed" for s in statuses)
+    from sweepgrok.sink import ENDED_STATUSES
+
+    # An `interrupted` run row is not an end: its run continues on --resume.
+    ok = sum(s in ENDED_STATUSES and s != "failed" for s in statuses)
     if "failed" in statuses and tune_state not in ("running", "pending"):
         return "failed"
     if statuses and ok >= int(info.get("n_runs", 1)):
@@ -257,6 +273,8 @@ def last_write(sweep_dir: Path) -> float | None:
         except OSError:
             continue
         for entry in entries:
+            if entry.name == heartbeat.HEARTBEAT_FILE or entry.name.startswith("."):
+                continue  # the driver's heartbeat is refreshed while nothing is written
             if entry.is_file(follow_symlinks=False):
                 mtime = entry.stat(follow_symlinks=False).st_mtime
                 newest = mtime if newest is None else max(newest, mtime)
@@ -302,13 +320,18 @@ def read_status(sweep_dir: Path, *, skip_damaged: bool = False) -> SweepStatus:
         total = len(spec.trials) if spec is not None else len(trials)
     counts = {s: sum(t.state == s for t in trials) for s in TRIAL_STATES}
     counts["pending"] += max(0, total - len(trials))
+    counts["interrupted"] = 0
+    total = max(total, len(trials))
+    counts, total, driver = with_driver(sweep_dir, counts, total, time.time())
     threshold = stats.default_threshold(runs)
     groups = group_rows(runs, group_keys(kind, spec, runs), threshold) if len(runs) else []
     mean, left = time_left(trials, counts)
+    if driver is not None and driver["state"] != "running":
+        left = None if counts["pending"] + counts["interrupted"] else 0.0
     return SweepStatus(
         sweep_dir=sweep_dir,
         kind=kind,
-        total=max(total, len(trials)),
+        total=total,
         counts=counts,
         runs=len(runs),
         grokked=sum(g["grokked"] for g in groups),
@@ -319,7 +342,26 @@ def read_status(sweep_dir: Path, *, skip_damaged: bool = False) -> SweepStatus:
         time_left_s=left,
         search=search,
         notes=notes,
+        driver=driver,
     )
+
+
+def with_driver(
+    sweep_dir: Path, counts: dict[str, int], total: int, now: float
+) -> tuple[dict[str, int], int, dict[str, Any] | None]:
+    """(counts, total, driver) corrected by the driver's heartbeat (see the module doc)."""
+    doc = heartbeat.read(sweep_dir)
+    if doc is None:
+        return counts, total, None
+    driver = {k: doc.get(k) for k in ("pid", "host", "resume")}
+    driver["since"] = float(doc["updated"])
+    if heartbeat.alive(doc, now):
+        live = heartbeat.counts(doc)
+        return live, max(int(doc.get("total") or 0), sum(live.values())), {
+            **driver, "state": "running"}
+    counts = {**counts, "interrupted": counts["running"], "running": 0}
+    unfinished = counts["interrupted"] + counts["pending"]
+    return counts, total, {**driver, "state": "interrupted" if unfinished else "ended"}
 
 
 def as_json(status: SweepStatus, now: float) -> dict[str, Any]:
@@ -337,6 +379,8 @@ def as_json(status: SweepStatus, now: float) -> dict[str, Any]:
         "seconds_since_write": None if written is None else max(0.0, now - written),
         "mean_trial_s": status.mean_trial_s,
         "time_left_s": status.time_left_s,
+        "driver": None if status.driver is None else {
+            **status.driver, "since": iso_time(status.driver["since"])},
         "notes": status.notes,
     }
 

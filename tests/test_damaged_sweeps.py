@@ -85,6 +85,42 @@ def test_skip_damaged_leaves_the_part_out_with_a_warning(sweep: Path, kind: str)
     assert "model.norm" in result.stdout  # the table of the parts that could be read
 
 
+def _set_value(path: Path, column: str, value: float) -> None:
+    table = pq.read_table(path)
+    values = [value, *table.column(column).to_pylist()[1:]]  # one bad row among good ones
+    pq.write_table(table.set_column(table.schema.get_field_index(column), column,
+                                    pa.array(values, pa.float64())), path)
+
+
+def _drop_column(path: Path, column: str) -> None:
+    table = pq.read_table(path)
+    pq.write_table(table.drop_columns([column]), path)
+
+
+OUT_OF_RANGE = {
+    "negative": (lambda p: _set_value(p, "test_acc", -5.0), "test_acc holds -5, outside [0, 1]"),
+    "percent": (lambda p: _set_value(p, "train_acc", 97.0), "train_acc holds 97, outside [0, 1]"),
+    "no-test-acc": (lambda p: _drop_column(p, "test_acc"), "no test_acc column"),
+}
+
+
+@pytest.mark.parametrize("damage", list(OUT_OF_RANGE))
+def test_metrics_out_of_range_or_without_test_acc_exit_2_naming_the_part(
+    sweep: Path, damage: str
+) -> None:
+    parts = sorted((sweep / "metrics").glob("part-*.parquet"))
+    part = parts[len(parts) // 2]  # not the first: the reader must find which one
+    spoil, reason = OUT_OF_RANGE[damage]
+    spoil(part)
+    result = run_cli("analyze", sweep)
+    assert result.exit_code == 2, result.output
+    line = message(result.output)
+    assert line.startswith(f"error: {sweep}: metrics/{part.name}: {reason}"), line
+    skipped = run_cli("analyze", sweep, "--skip-damaged", "--format", "csv")
+    assert skipped.exit_code == 0, skipped.output
+    assert f"metrics/{part.name}: {reason}" in " ".join(skipped.stderr.split())
+
+
 def test_corrupt_rows_behind_a_good_footer_exit_2(sweep: Path) -> None:
     part = first_part(sweep, "metrics")
     data = bytearray(part.read_bytes())

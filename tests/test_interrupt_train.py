@@ -106,9 +106,9 @@ def _assert_same_rows(resumed: Path, whole: Path) -> None:
 
 def _continue_command(stderr: str, signame: str) -> list[str]:
     """The one line that says what was kept; the command it names, as arguments."""
-    lines = [line for line in stderr.splitlines() if line.startswith("interrupted by")]
+    lines = [line for line in stderr.splitlines() if line.startswith("interrupted (")]
     assert len(lines) == 1, stderr
-    assert lines[0].startswith(f"interrupted by {signame}: ")
+    assert lines[0].startswith(f"interrupted ({signame}): ")
     _, _, command = lines[0].partition("; continue with: ")
     args = shlex.split(command)
     assert args[:2] == ["sweepgrok", "train"] and args[-1] == "--resume"
@@ -123,7 +123,7 @@ def test_sigint_keeps_every_row_and_resume_writes_the_uninterrupted_rows(trial, 
     _signal_group(proc, signal.SIGINT)
     _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 130, stderr
-    args = _continue_command(stderr, "SIGINT")
+    args = _continue_command(stderr, "Ctrl-C")
     # The first signal stops at the next evaluation (600), with a checkpoint there.
     assert f"{out} holds every evaluation to step 600, 2 run(s) marked interrupted and a " \
         "checkpoint at step 600" in stderr
@@ -172,14 +172,14 @@ def test_a_second_sigint_stops_at_once_and_resume_still_matches(trial, whole, tm
     _signal_group(proc, signal.SIGINT)
     assert proc.stderr is not None
     note = ""
-    while not note.startswith("SIGINT: "):  # the first signal is handled: send the second
+    while not note.startswith("Ctrl-C: "):  # the first signal is handled: send the second
         note = proc.stderr.readline()
-        assert note, "the command ended before it handled the first SIGINT"
+        assert note, "the command ended before it handled the first Ctrl-C"
     assert "Ctrl-C again: stop at once" in note
     _signal_group(proc, signal.SIGINT)
     _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 130, stderr
-    args = _continue_command(stderr, "SIGINT")
+    args = _continue_command(stderr, "Ctrl-C")
     # Stopped between 300 and 600: the rows and the checkpoint of 300 are what is kept.
     assert "holds every evaluation to step 300" in stderr and "checkpoint at step 300" in stderr
     assert read_runs(out)["steps_run"].tolist() == [300, 300]
@@ -208,11 +208,11 @@ def test_resume_refuses_another_trial_and_leaves_an_ended_one_alone(trial, whole
 # ---- the pieces: the signal helper, the trainer's resume, the live counter ----------------------
 
 
-def test_interruptible_records_then_raises_then_exits_at_once():
-    from sweepgrok.interrupt import Interrupted, interruptible
+def test_handling_with_cleanup_records_then_raises_then_exits_at_once():
+    from sweepgrok.interrupt import Interrupted, handling
 
     before = signal.getsignal(signal.SIGINT)
-    with interruptible("stopping soon") as intr:
+    with handling("stopping soon", cleanup=True) as intr:
         intr.check()  # nothing yet
         signal.raise_signal(signal.SIGTERM)  # Python runs the handler before the next line
         assert intr.requested and intr.exit_code == 143 and intr.name == "SIGTERM"
@@ -225,8 +225,8 @@ def test_interruptible_records_then_raises_then_exits_at_once():
     # A third ends the process at once, inside any cleanup, with the first signal's status.
     code = (
         "import signal\n"
-        "from sweepgrok.interrupt import interruptible\n"
-        "with interruptible('x'):\n"
+        "from sweepgrok.interrupt import handling\n"
+        "with handling('x', cleanup=True):\n"
         "    signal.raise_signal(signal.SIGINT)\n"
         "    try:\n"
         "        signal.raise_signal(signal.SIGINT)\n"
@@ -237,7 +237,7 @@ def test_interruptible_records_then_raises_then_exits_at_once():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 130 and "cleanup went on" not in proc.stdout
-    assert "SIGINT: x (Ctrl-C again: stop at once)" in proc.stderr
+    assert "Ctrl-C: x (Ctrl-C again: stop at once)" in proc.stderr
 
 
 def test_a_checkpoint_where_a_run_ended_does_not_train_it_again(tmp_path):

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import one_line_error, write_grid
+import yaml
+from conftest import TINY_BASE, one_line_error, write_grid
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
@@ -23,9 +28,9 @@ SWEEPGROK = str(Path(sys.executable).parent / "sweepgrok")
 
 JSON_KEYS = {
     "sweep_dir", "kind", "trials", "runs", "groups", "search", "last_write",
-    "seconds_since_write", "mean_trial_s", "time_left_s", "notes",
+    "seconds_since_write", "mean_trial_s", "time_left_s", "driver", "notes",
 }
-TRIAL_KEYS = {"total", "done", "running", "pending", "failed"}
+TRIAL_KEYS = {"total", "done", "running", "pending", "failed", "interrupted"}
 GROUP_KEYS = {"group", "label", "runs", "grokked", "grok_median", "km_median"}
 
 
@@ -74,7 +79,8 @@ def sweep(tmp_path: Path) -> Path:
 def test_every_state_from_the_folder(sweep: Path) -> None:
     s = read_status(sweep)
     assert (s.kind, s.total) == ("grid", 6)
-    assert s.counts == {"done": 2, "running": 1, "pending": 2, "failed": 1}
+    assert s.counts == {"done": 2, "running": 1, "pending": 2, "failed": 1, "interrupted": 0}
+    assert s.driver is None  # no heartbeat (an older version's folder): read as before
     assert (s.runs, s.grokked, s.threshold) == (3, 1, 0.99)
     groups = {g["label"]: g for g in s.groups}
     assert set(groups) == {"norm=none", "norm=sphere"}
@@ -89,6 +95,14 @@ def test_every_state_from_the_folder(sweep: Path) -> None:
     assert s.last_write is not None
 
 
+def test_an_interrupted_run_row_is_not_an_ended_trial(sweep: Path) -> None:
+    # t3 (running in Tune's snapshot) gets an `interrupted` run row: its run has not ended.
+    write_part(sweep / "runs", to_table([run_row("t3", "sphere", "interrupted", None, 60)],
+                                        RUNS_SCHEMA))
+    s = read_status(sweep)
+    assert s.counts == {"done": 2, "running": 1, "pending": 2, "failed": 1, "interrupted": 0}
+
+
 def test_no_estimate_before_a_trial_is_done(sweep: Path) -> None:
     snapshot = {"trial_data": [tune_entry("t3", "RUNNING", 10.0)]}
     for path in (sweep / "tune").glob("*.json"):
@@ -96,7 +110,7 @@ def test_no_estimate_before_a_trial_is_done(sweep: Path) -> None:
     for part in (sweep / "runs").iterdir():
         part.unlink()
     s = read_status(sweep)
-    assert s.counts == {"done": 0, "running": 1, "pending": 5, "failed": 0}
+    assert s.counts == {"done": 0, "running": 1, "pending": 5, "failed": 0, "interrupted": 0}
     assert s.time_left_s is None and s.mean_trial_s is None and s.groups == []
 
 
@@ -138,11 +152,11 @@ def test_a_damaged_part_exits_2_unless_skipped(sweep: Path) -> None:
     assert json.loads(res.stdout)["runs"]["recorded"] == 3
 
 
-def test_watch_in_a_pipe_prints_again_and_ctrl_c_exits_0(sweep: Path) -> None:
+def test_watch_in_a_pipe_prints_again_and_ctrl_c_exits_130_with_one_line(sweep: Path) -> None:
     # A real process, as typed: its stdout is a pipe, so --watch prints plain JSON documents.
     proc = subprocess.Popen(
         [SWEEPGROK, "status", str(sweep), "--watch", "--every", "0.5", "--format", "json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
     assert proc.stdout is not None
     lines = []
@@ -150,8 +164,11 @@ def test_watch_in_a_pipe_prints_again_and_ctrl_c_exits_0(sweep: Path) -> None:
         lines.append(line)
         if line.startswith("}") and len([x for x in lines if x.startswith("}")]) == 2:
             break
-    proc.send_signal(2)  # SIGINT, as Ctrl-C
-    assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: a terminal signals the process group
+    assert proc.wait(timeout=60) == 130
+    assert proc.stderr is not None
+    assert proc.stderr.read().splitlines() == [
+        f"stopped watching {sweep} (the sweep itself goes on)"]
     first = "".join(lines).split("}\n{")[0] + "}"
     assert json.loads(first)["trials"]["done"] == 2
 
@@ -194,7 +211,9 @@ def test_a_launched_sweep_logs_each_trial_and_status_matches_its_runs(
                            capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
     doc = json.loads(shown.stdout)
-    assert doc["trials"] == {"total": 4, "done": 4, "running": 0, "pending": 0, "failed": 0}
+    assert doc["trials"] == {"total": 4, "done": 4, "running": 0, "pending": 0, "failed": 0,
+                             "interrupted": 0}
+    assert doc["driver"]["state"] == "ended"
     assert doc["time_left_s"] == 0.0 and doc["mean_trial_s"] > 0
     column = f"grok_step_{round(doc['runs']['threshold'] * 100)}"
     assert doc["runs"]["recorded"] == 4
@@ -207,3 +226,113 @@ def test_a_launched_sweep_logs_each_trial_and_status_matches_its_runs(
         assert group["grok_median"] == (float(grok.median()) if len(grok) else None)
         if 2 * len(grok) < len(rows):  # under half grokked: no Kaplan-Meier median
             assert group["km_median"] is None
+
+
+# ---- the driver's heartbeat ------------------------------------------------------------------
+
+
+def heartbeat_doc(pid: int, *, state: str = "running", age: float = 0.0, host: str | None = None,
+                  trials: dict[str, int] | None = None) -> dict[str, Any]:
+    return {
+        "pid": pid, "host": host or socket.gethostname(), "command": "launch", "state": state,
+        "started": time.time() - 100, "updated": time.time() - age, "total": 6,
+        "done_before": 0,
+        "trials": trials or {"done": 1, "running": 3, "pending": 2, "failed": 0,
+                             "interrupted": 0},
+        "resume": "sweepgrok launch /abs/g.yaml --storage /abs/runs --resume",
+    }
+
+
+def gone_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def put_heartbeat(sweep: Path, doc: dict[str, Any]) -> None:
+    (sweep / "driver.json").write_text(json.dumps(doc))
+
+
+def test_a_live_driver_gives_the_counts_it_holds(sweep: Path) -> None:
+    # The snapshot says 1 running (it lags); the live driver holds 3 running: the driver wins.
+    put_heartbeat(sweep, heartbeat_doc(os.getpid()))
+    s = read_status(sweep)
+    assert s.counts == {"done": 1, "running": 3, "pending": 2, "failed": 0, "interrupted": 0}
+    assert s.driver is not None and s.driver["state"] == "running"
+    # 100 s per done trial x (2 pending + 3 running / 2) / 3 running
+    assert s.time_left_s == pytest.approx(100 * 3.5 / 3)
+    res = runner.invoke(app, ["status", str(sweep)])
+    assert f"({'grid'}): running (driver pid {os.getpid()} on " in res.stdout
+
+
+def test_a_driver_on_another_host_is_alive_while_its_heartbeat_is_fresh(sweep: Path) -> None:
+    put_heartbeat(sweep, heartbeat_doc(gone_pid(), host="elsewhere.example"))
+    assert read_status(sweep).driver["state"] == "running"  # type: ignore[index]
+    put_heartbeat(sweep, heartbeat_doc(os.getpid(), host="elsewhere.example", age=120))
+    assert read_status(sweep).driver["state"] == "interrupted"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("how", ["pid gone", "stale", "stopped"])
+def test_a_sweep_whose_driver_is_gone_is_interrupted(sweep: Path, how: str) -> None:
+    doc = {
+        "pid gone": heartbeat_doc(gone_pid()),
+        "stale": heartbeat_doc(os.getpid(), age=120),  # our pid, but no refresh for 2 minutes
+        "stopped": heartbeat_doc(os.getpid(), state="interrupted"),
+    }[how]
+    put_heartbeat(sweep, doc)
+    s = read_status(sweep)
+    # The folder's record: t3 was running when the driver stopped: interrupted, nothing runs.
+    assert s.counts == {"done": 2, "running": 0, "pending": 2, "failed": 1, "interrupted": 1}
+    assert s.time_left_s is None
+    res = runner.invoke(app, ["status", str(sweep)])
+    since = datetime.fromtimestamp(doc["updated"]).strftime("%H:%M")
+    assert f"st (grid): interrupted (driver not running since {since})" in res.stdout
+    assert "2/6 done, 0 running, 2 pending, 1 failed, 1 interrupted" in res.stdout
+    assert "time left: none (nothing runs)" in res.stdout and "~" not in res.stdout
+    assert f"continue with: {doc['resume']}" in res.stdout
+    js = json.loads(runner.invoke(app, ["status", str(sweep), "--format", "json"]).stdout)
+    assert js["driver"]["state"] == "interrupted" and js["time_left_s"] is None
+    assert js["driver"]["resume"] == doc["resume"] and js["driver"]["since"].endswith("Z")
+
+
+def test_a_driver_that_ended_every_trial_says_nothing_more(tmp_path: Path) -> None:
+    d = tmp_path / "st"
+    d.mkdir()
+    write_grid(d / "sweep.yaml", "st", seeds=[1])
+    write_part(d / "runs", to_table([run_row("t0", "none", "grokked", 100, 100)], RUNS_SCHEMA))
+    put_heartbeat(d, heartbeat_doc(gone_pid(), state="ended"))
+    s = read_status(d)
+    assert s.counts == {"done": 1, "running": 0, "pending": 0, "failed": 0, "interrupted": 0}
+    res = runner.invoke(app, ["status", str(d)])
+    assert res.stdout.splitlines()[0] == f"{d} (grid)"
+    assert "none (every trial ended)" in res.stdout
+
+
+# ---- the folder's copy of its sweep file reads from anywhere ---------------------------------
+
+
+def test_the_sweep_file_copy_reads_from_any_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sweepgrok.spaces import load_grid
+    from sweepgrok.sweepdir import keep_sweep_file
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "trial.yaml").write_text(yaml.safe_dump(TINY_BASE))
+    (project / "norms.yaml").write_text(
+        "# my grid\nbase: trial.yaml\ngrid:\n  model.norm: [none, sphere]\nseeds: [1, 2]\n")
+    monkeypatch.chdir(project)  # a README-style sweep: relative base, default storage (runs)
+    spec = load_grid("norms.yaml")
+    sweep_dir = spec.settings.sweep_dir()
+    copy = keep_sweep_file(spec.settings, sweep_dir).resolve()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    status = read_status(project / "runs" / "norms")
+    assert status.notes == [] and status.total == 4
+    again = load_grid(copy)  # what `launch <sweep>/sweep.yaml --resume` reads
+    assert again.settings.sweep_dir() == project / "runs" / "norms"
+    assert [t.flat for t in again.trials] == [t.flat for t in spec.trials]
+    assert copy.read_text().startswith(f"# sweepgrok's copy of {project / 'norms.yaml'} (")

@@ -192,7 +192,10 @@ def test_a_resumed_mlflow_run_is_continued_without_repeating_steps(
     first = tracked(ListSink(), spec, "s", sweep_dir)
     first.write_metrics(rows(0, 10))
     first.write_metrics(rows(10, 20))  # a retry in the same session replays step 10
+    first.write_run({"run_id": "s-r", "status": "interrupted", "steps_run": 20})  # train's
     first.close()  # the driver stopped before the run ended
+    cut = mlflow_runs("s")  # an interrupted run row does not finish the tracker run
+    assert len(cut) == 1 and cut.loc[0, "status"] == "KILLED"
     again = tracked(ListSink(), spec, "s", sweep_dir)  # --resume: a new session
     again.write_metrics(rows(10, 20, 30))
     again.write_run({"run_id": "s-r", "status": "censored", "steps_run": 30})

@@ -6,6 +6,7 @@ user mistake costs no Ray start-up and shows no traceback (exit code 2).
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,6 +14,7 @@ import typer
 from rich import box
 from rich.table import Table
 
+from sweepgrok import interrupt
 from sweepgrok.cli.common import (
     Address,
     Fresh,
@@ -29,6 +31,7 @@ from sweepgrok.cli.common import (
     plain_console,
     setup_logging,
 )
+from sweepgrok.cli.interrupted import continue_command, interrupted_exit, kept
 from sweepgrok.config import ConfigError
 from sweepgrok.labels import key_labels
 from sweepgrok.spaces import GridSpec, load_grid, read_sweep_doc
@@ -121,27 +124,36 @@ def launch(
     try:
         prepare_grid_folder(sweep_dir, resume=resume, fresh=fresh)
         new_folder = not sweep_dir.exists()
-        keep_sweep_file(spec.settings.source, sweep_dir)  # creates the folder and its marker
+        keep_sweep_file(spec.settings, sweep_dir)  # creates the folder and its marker
     except ConfigError as err:
         raise fail(str(err)) from None
     from sweepgrok.sink import PartWriteError
 
     # Absolute before the fit: a Ray job's working directory may vanish while it runs.
     sweep_dir = sweep_dir.resolve()
-    try:
-        outcome = run(spec, sweep_dir, address, max_concurrent, resume, verbose, tracker)
-    except ConfigError as err:  # no node of the cluster can hold a trial: none started
-        if new_folder:  # leave nothing behind (the next launch keeps the corrected file)
-            delete_sweep_folder(sweep_dir)
-        raise fail(str(err)) from None
-    except PartWriteError as err:  # Tune's state is saved: the trials resume from checkpoints
-        then = f"`sweepgrok launch {grid} --resume` continues"
-        raise cannot_write_rows(err, then) from None
+    command = partial(continue_command, "launch", grid, storage=storage, address=address,
+                      umask=umask, tracker=tracker)
+    again, again_anywhere = command(), command(absolute=True)
+    with interrupt.handling():
+        try:
+            outcome = run(spec, sweep_dir, address, max_concurrent, resume, verbose, tracker,
+                          again_anywhere)
+        except ConfigError as err:  # no node of the cluster can hold a trial: none started
+            if new_folder:  # leave nothing behind (the next launch keeps the corrected file)
+                delete_sweep_folder(sweep_dir)
+            raise fail(str(err)) from None
+        except PartWriteError as err:  # Tune's state is saved: trials resume from checkpoints
+            raise cannot_write_rows(err, f"`{again}` continues") from None
+    if interrupt.requested() is not None:
+        what = kept(outcome.total, outcome.terminated + outcome.errored, outcome.interrupted,
+                    outcome.errored)
+        raise interrupted_exit(what, sweep_dir, again, nothing_left=not outcome.unfinished)
     console.print(runs_table(sweep_dir, spec.varying, spec.settings.name))
     if outcome.unfinished or outcome.errored:
         console.print(
             f"{outcome.errored} trial(s) failed, {outcome.unfinished} unfinished: "
-            f"`sweepgrok launch {grid} --resume` finishes them"
+            f"`{again}` finishes them",
+            soft_wrap=True,
         )
         raise typer.Exit(code=1)
 
@@ -154,6 +166,7 @@ def run(
     resume: bool,
     verbose: bool = False,
     tracker: list[str] | None = None,
+    resume_command: str = "",
 ) -> Any:
     """Start Ray (embedded or cluster) and run the trials."""
     from sweepgrok.trackers import parse_trackers
@@ -167,4 +180,5 @@ def run(
         resume=resume,
         verbose=verbose,
         trackers=parse_trackers(tracker),
+        resume_command=resume_command,
     )

@@ -9,12 +9,14 @@ folder checked: a user mistake exits 2, writes nothing.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
+from sweepgrok import interrupt
 from sweepgrok.cli.common import (
     Address,
     Fresh,
@@ -31,6 +33,7 @@ from sweepgrok.cli.common import (
     plain_console,
     setup_logging,
 )
+from sweepgrok.cli.interrupted import continue_command, interrupted_exit, kept
 from sweepgrok.config import ConfigError
 from sweepgrok.search_file import SearchSpec, load_search
 from sweepgrok.sweepdir import delete_sweep_folder, keep_sweep_file, prepare_search_folder
@@ -142,22 +145,33 @@ def search(
         sweep_dir = spec.sweep_dir(storage)
         record = prepare_search_folder(spec, sweep_dir, resume=resume, fresh=fresh)
         new_folder = not sweep_dir.exists()
-        keep_sweep_file(spec.settings.source, sweep_dir)  # creates the folder and its marker
+        keep_sweep_file(spec.settings, sweep_dir)  # creates the folder and its marker
     except ConfigError as err:
         raise fail(str(err)) from None
     from sweepgrok.sink import PartWriteError
 
     print_dashboard_command(record)
-    try:
-        outcome = run(spec, sweep_dir, record, address, verbose, tracker)
-    except ConfigError as err:  # no node of the cluster can hold a trial: none started
-        if new_folder:  # leave nothing behind: no study record, a fresh start next time
-            delete_sweep_folder(sweep_dir)
-        raise fail(str(err)) from None
-    except PartWriteError as err:  # the study and Tune's state are saved: --resume goes on
-        then = f"`sweepgrok search {search_file} --resume` continues"
-        raise cannot_write_rows(err, then) from None
-    from sweepgrok.study import finish, finished_count
+    extra = [] if num_samples is None else ["--num-samples", str(num_samples)]
+    command = partial(continue_command, "search", search_file, storage=storage,
+                      address=address, umask=umask, tracker=tracker, extra=extra)
+    again, again_anywhere = command(), command(absolute=True)
+    with interrupt.handling():
+        try:
+            outcome = run(spec, sweep_dir, record, address, verbose, tracker, again_anywhere)
+        except ConfigError as err:  # no node of the cluster can hold a trial: none started
+            if new_folder:  # leave nothing behind: no study record, a fresh start next time
+                delete_sweep_folder(sweep_dir)
+            raise fail(str(err)) from None
+        except PartWriteError as err:  # the study and Tune's state are saved: --resume goes on
+            raise cannot_write_rows(err, f"`{again}` continues") from None
+    from sweepgrok.study import finish, finished_count, load_study
+
+    if interrupt.requested() is not None:
+        # No summary or plot: the search is not over (--resume writes them when it is).
+        ended = finished_count(load_study(record))
+        what = kept(spec.num_samples, ended, outcome["interrupted"], outcome["errored"])
+        left = spec.num_samples - ended
+        raise interrupted_exit(what, sweep_dir.resolve(), again, nothing_left=left <= 0)
 
     results = finish(spec, sweep_dir, record)
     print_results(spec, sweep_dir, results)
@@ -166,7 +180,8 @@ def search(
     if done < spec.num_samples or outcome["errored"]:
         console.print(
             f"{done} of {spec.num_samples} trials finished, {outcome['errored']} "
-            f"failed: `sweepgrok search {search_file} --resume` continues"
+            f"failed: `{again}` continues",
+            soft_wrap=True,
         )
         raise typer.Exit(code=1)
 
@@ -178,6 +193,7 @@ def run(
     address: str | None,
     verbose: bool = False,
     tracker: list[str] | None = None,
+    resume_command: str = "",
 ) -> Any:
     """Persist the study record, then run the trials."""
     from sweepgrok.study import write_study_record
@@ -186,4 +202,5 @@ def run(
 
     write_study_record(sweep_dir, record)
     trackers = parse_trackers(tracker)
-    return run_search(spec, sweep_dir, record, address=address, verbose=verbose, trackers=trackers)
+    return run_search(spec, sweep_dir, record, address=address, verbose=verbose, trackers=trackers,
+                      resume_command=resume_command)

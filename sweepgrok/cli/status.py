@@ -44,9 +44,10 @@ def status(
         typer.Option(
             "--format",
             help="table, or json: keys sweep_dir, kind, trials {total, done, running, pending, "
-            "failed}, runs {recorded, grokked, threshold}, groups [{group, label, runs, grokked, "
-            "grok_median, km_median}], search {study, metric, mode, best_objective, best_trial} "
-            "or null, last_write, seconds_since_write, mean_trial_s, time_left_s, notes.",
+            "failed, interrupted}, runs {recorded, grokked, threshold}, groups [{group, label, "
+            "runs, grokked, grok_median, km_median}], search {study, metric, mode, "
+            "best_objective, best_trial} or null, last_write, seconds_since_write, mean_trial_s, "
+            "time_left_s, driver {state, pid, host, since, resume} or null, notes.",
         ),
     ] = Format.table,
     watch: Annotated[
@@ -59,7 +60,8 @@ def status(
 ) -> None:
     """Trials done / running / pending / failed, runs grokked and their median grok step per
     group, a search's best objective, the last write and the time left, read from the sweep
-    folder alone (no Ray). Time left = mean duration of the done trials x (pending + running /
+    folder alone (no Ray); whether its driver still runs (else: interrupted, and the command
+    that continues it). Time left = mean duration of the done trials x (pending + running /
     2) / max(running, 1); none before a trial is done."""
     try:
         if not watch:
@@ -69,7 +71,8 @@ def status(
         else:
             _watch_plain(sweep_dir, skip_damaged, every, fmt)
     except KeyboardInterrupt:  # Ctrl-C ends a watch: what was shown stands
-        raise typer.Exit(0) from None
+        typer.echo(f"stopped watching {sweep_dir} (the sweep itself goes on)", err=True)
+        raise typer.Exit(130) from None
 
 
 def _read(sweep_dir: Path, skip_damaged: bool) -> SweepStatus:
@@ -88,7 +91,8 @@ def _print(state: SweepStatus, fmt: Format) -> None:
 
         typer.echo(json.dumps(as_json(state, time.time()), indent=2))
     else:
-        console.print(status_view(state, time.time()))
+        # soft_wrap: never wrapped, paths and the continue command are copied and pasted.
+        console.print(status_view(state, time.time()), soft_wrap=True)
     sys.stdout.flush()
 
 
@@ -119,6 +123,19 @@ def _steps(x: float | None) -> str:
     return "-" if x is None else f"{x:,.0f}"
 
 
+def driver_words(driver: dict | None) -> str:
+    """`: running (driver pid 4242 on box)`, `: interrupted (driver not running since 14:03)`,
+    or nothing (no heartbeat, or the sweep ended)."""
+    from datetime import datetime
+
+    if driver is None or driver["state"] == "ended":
+        return ""
+    if driver["state"] == "running":
+        return f": running (driver pid {driver['pid']} on {driver['host']})"
+    since = datetime.fromtimestamp(driver["since"]).strftime("%H:%M")  # local time
+    return f": interrupted (driver not running since {since})"
+
+
 def status_view(state: SweepStatus, now: float) -> RenderableType:
     """The table form: a summary block and one row per group."""
     from rich import box
@@ -129,10 +146,12 @@ def status_view(state: SweepStatus, now: float) -> RenderableType:
     from sweepgrok.sweepstatus import iso_time
 
     c = state.counts
+    stopped = c.get("interrupted", 0)
     lines = [
-        f"{state.sweep_dir} ({state.kind})",
+        f"{state.sweep_dir} ({state.kind}){driver_words(state.driver)}",
         f"trials: {c['done']}/{state.total} done, {c['running']} running, "
-        f"{c['pending']} pending, {c['failed']} failed",
+        f"{c['pending']} pending, {c['failed']} failed"
+        + (f", {stopped} interrupted" if stopped else ""),
         f"runs: {state.runs} recorded, {state.grokked} grokked (test acc >= {state.threshold:g})",
     ]
     if state.search is not None:
@@ -145,9 +164,14 @@ def status_view(state: SweepStatus, now: float) -> RenderableType:
         ago = _duration(max(0.0, now - state.last_write))
         lines.append(f"last write: {iso_time(state.last_write)} ({ago} ago)")
     left = "-" if state.time_left_s is None else f"~{_duration(state.time_left_s)}"
-    if not c["pending"] + c["running"]:
+    if not c["pending"] + c["running"] + stopped:
         left = "none (every trial ended)"
-    lines.append(f"time left: {left} (mean trial {_duration(state.mean_trial_s)})")
+    if state.driver is not None and state.driver["state"] == "interrupted":
+        lines.append("time left: none (nothing runs)")
+        if state.driver.get("resume"):
+            lines.append(f"continue with: {state.driver['resume']}")
+    else:
+        lines.append(f"time left: {left} (mean trial {_duration(state.mean_trial_s)})")
     lines += [f"note: {n}" for n in state.notes]
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for header in ("group", "runs", "grokked", "median grok", "KM median"):

@@ -19,7 +19,7 @@ from sweepgrok.cli.common import (
     plain_console,
 )
 from sweepgrok.config import ConfigError, device_problem, load_config
-from sweepgrok.interrupt import Interrupted, Interruption, continue_line, interruptible
+from sweepgrok.interrupt import Interrupted, Interruption, continue_line, handling
 from sweepgrok.sweepdir import make_sweep_folder, prepare_train_folder
 
 TrainResume = Annotated[
@@ -66,8 +66,10 @@ def train(
     out = out if out is not None else Path("runs") / config.stem
     command = continue_command(config, set_ or [], out, quiet, umask, tracker or [])
     # From here a signal is ours (sweepgrok.interrupt): one that comes before the first
-    # evaluation stops the command there.
-    with interruptible("stopping at the next evaluation, with a checkpoint there") as intr:
+    # evaluation stops the command there. cleanup: the rows in memory are flushed even after
+    # a second signal; a third ends at once.
+    note = "stopping at the next evaluation, with a checkpoint there"
+    with handling(note, cleanup=True) as intr:
         try:  # before training: a folder that cannot take the rows would lose the run at the end
             prepare_train_folder(out, fresh=fresh)
             make_sweep_folder(out)
@@ -128,7 +130,7 @@ def _train(cfg: Any, out: Path, where: str | None, *, resume: bool, quiet: bool,
     except KeyboardInterrupt:  # a second signal before training began
         if trainer is not None:
             raise
-        typer.echo(continue_line(intr, f"{out} holds no new rows", command), err=True)
+        typer.echo(continue_line(f"{out} holds no new rows", command), err=True)
         raise typer.Exit(intr.exit_code) from None
     remove_checkpoint(folder)
     return rows
@@ -170,7 +172,7 @@ def _interrupted(trainer: Any, sink: Any, folder: Any, intr: Interruption, comma
 
     n = record_interruption(trainer, sink, folder)
     kept = kept_text(folder.out, steps_on_disk(folder.out), n, checkpoint)
-    typer.echo(continue_line(intr, kept, command), err=True)
+    typer.echo(continue_line(kept, command), err=True)
     raise typer.Exit(intr.exit_code)
 
 

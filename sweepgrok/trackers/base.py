@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from sweepgrok.sink import METRICS_SCHEMA, RUN_FIELDS, RUNS_SCHEMA, Sink, to_table
+from sweepgrok.sink import INTERRUPTED, METRICS_SCHEMA, RUN_FIELDS, RUNS_SCHEMA, Sink, to_table
 from sweepgrok.sweepdir import MARKER
 from sweepgrok.trackers.spec import MissingExtra, TrackerSpec
 
@@ -135,6 +135,8 @@ class _Mirror:
     def run(self, row: Mapping[str, Any]) -> None:
         run_id = str(row["run_id"])
         self._ensure_open(run_id)
+        if row.get("status") == INTERRUPTED:
+            return  # not finished: close() ends the tracker run as cut short, --resume continues
         record = to_table([row], RUNS_SCHEMA).to_pylist()[0]  # the values runs/ holds
         params = {k: record[k] for k in CONFIG_KEYS}
         self.tracker.finish(run_id, params, {k: record[k] for k in SUMMARY_KEYS})

@@ -15,6 +15,7 @@ step is not sent to a tracker again (TrackedSink remembers the last step each on
 from __future__ import annotations
 
 import json
+import signal
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,8 +23,10 @@ from typing import Any
 
 from ray import tune
 
+from sweepgrok import interrupt
 from sweepgrok.config import flatten, from_flat
-from sweepgrok.sink import ParquetSink, PartWriteError, read_runs
+from sweepgrok.heartbeat import Heartbeat
+from sweepgrok.sink import ENDED_STATUSES, ParquetSink, PartWriteError, read_runs
 from sweepgrok.trackers import TrackerSpec
 from sweepgrok.trackers.base import TrackedSink, tracked
 from sweepgrok.tune.progress import LiveView
@@ -47,6 +50,7 @@ class ParquetCallback(tune.Callback):
         flush_rows: int = 2000,
         live: bool = True,
         trackers: Sequence[TrackerSpec] = (),
+        heartbeat: Heartbeat | None = None,
     ) -> None:
         # Absolute now: the driver's working directory may vanish during the fit (a Ray job's).
         self.sweep_dir = str(Path(sweep_dir).resolve())
@@ -62,13 +66,18 @@ class ParquetCallback(tune.Callback):
         self._ended_runs: dict[str, list[dict[str, Any]]] = {}  # trial_id -> its ended runs
         self.pruner = CheckpointPruner(Path(self.sweep_dir) / TUNE_DIR)
         self.grokked = 0
+        self.heartbeat = heartbeat
+        self._started: set[str] = set()  # Tune trial ids started in this session
+        self._ended_here: set[str] = set()  # ... and those that ended (completed or failed)
+        self._stopping = False
         self.ended: dict[str, int] | None = None
-        """Trial status -> count when the experiment ended (None before)."""
+        """Trial status -> count when the experiment ended (None before); INTERRUPTED: a trial
+        this session started that was stopped before it ended (Tune calls it TERMINATED)."""
 
     def __getstate__(self) -> dict[str, Any]:
         # The sink holds a lock and tracker clients, the view a terminal: rebuilt lazily.
         state = self.__dict__.copy()
-        state.update(_sink=None, _view=None)
+        state.update(_sink=None, _view=None, heartbeat=None)
         return state
 
     @property
@@ -84,6 +93,22 @@ class ParquetCallback(tune.Callback):
         if self.live and self._view is None:
             self._view = LiveView(self.total, self.sweep)
             self._view.start()
+
+    def on_step_begin(self, iteration: int, trials: list[Any], **info: Any) -> None:
+        if interrupt.requested() is not None and not self._stopping:
+            self._stopping = True
+            # Tune's own graceful stop (its handler of SIGUSR1, installed by fit): the loop
+            # ends, the experiment state is saved with these trials RUNNING (so --resume
+            # resumes them from their checkpoints), then the trials are stopped.
+            stop = signal.getsignal(signal.SIGUSR1)
+            if callable(stop):
+                stop(signal.SIGUSR1, None)
+            if self._view is not None:
+                self._view.stopping = interrupt.name()
+
+    def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self._started.add(_tune_id(trial))
+        self._refresh(trials)
 
     def on_trial_result(
         self, iteration: int, trials: list[Any], trial: Any, result: dict, **info: Any
@@ -108,6 +133,7 @@ class ParquetCallback(tune.Callback):
         self.pruner.prune()
 
     def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self._ended_here.add(_tune_id(trial))
         self.sink.flush()
         if trial.trial_id in self._trial_dirs:
             self.pruner.on_complete(self._trial_dirs[trial.trial_id])
@@ -120,6 +146,7 @@ class ParquetCallback(tune.Callback):
         self.sink.flush()
 
     def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self._ended_here.add(_tune_id(trial))
         failed = self.write_failed(trial.trial_id, trial.config, error_text(trial))
         if self._view is not None:
             ended = self._ended_runs.pop(trial.trial_id, [])
@@ -127,8 +154,25 @@ class ParquetCallback(tune.Callback):
         self._refresh(trials)
 
     def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
-        self.ended = dict(Counter(str(t.status) for t in trials))
+        self.ended = dict(Counter(self._status(t) for t in trials))
         self.close(trials)
+
+    def _status(self, trial: Any) -> str:
+        """Tune's status of the trial, INTERRUPTED for one stopped before it ended."""
+        status = str(trial.status)
+        if status != "TERMINATED" or not self._started:
+            return status
+        tid = _tune_id(trial)
+        return "INTERRUPTED" if tid in self._started - self._ended_here else status
+
+    def states(self, trials: Sequence[Any]) -> dict[str, int]:
+        """This session's trials by sweepgrok state (done, running, pending, failed,
+        interrupted)."""
+        ours = {"TERMINATED": "done", "ERROR": "failed", "RUNNING": "running",
+                "INTERRUPTED": "interrupted"}
+        counts = Counter(ours.get(self._status(t), "pending") for t in trials)
+        return {s: counts.get(s, 0) for s in ("done", "running", "pending", "failed",
+                                             "interrupted")}
 
     def row_key(self, trial: Any) -> str:
         """The id the trial's rows are written under (its Tune trial id here)."""
@@ -171,7 +215,8 @@ class ParquetCallback(tune.Callback):
         # A damaged part is left out (warned) here: it must not stop the sweep; analyze refuses it.
         runs = read_runs(self.sweep_dir, columns=["status"], skip_damaged=True)
         hit = runs[runs["run_id"] == row["run_id"]]
-        return bool(len(hit)) and hit["status"].iloc[-1] != "failed"
+        last = hit["status"].iloc[-1] if len(hit) else None
+        return last in ENDED_STATUSES and last != "failed"  # interrupted: not ended
 
     def close(self, trials: Sequence[Any] = ()) -> None:
         """Flush everything, end open tracker runs, stop the live view, log what was pruned
@@ -179,19 +224,32 @@ class ParquetCallback(tune.Callback):
         self.sink.flush()
         self.sink.close()
         self.pruner.prune(force=True)
+        self._refresh(trials)
         if self._view is not None:
-            self._refresh(trials)
             self._view.stop()
             self._view = None
         self.pruner.report()
 
     def _refresh(self, trials: Sequence[Any]) -> None:
+        if not trials:
+            return
+        states = self.states(trials)
+        if self.heartbeat is not None:
+            self.heartbeat.update(states)
         if self._view is None:
             return
-        done = sum(t.status in ("TERMINATED", "ERROR") for t in trials)
-        running = sum(t.status == "RUNNING" for t in trials)
-        failed = sum(t.status == "ERROR" for t in trials)
-        self._view.update(done=done, running=running, grokked=self.grokked, failed=failed)
+        self._view.update(
+            done=states["done"] + states["failed"],
+            running=states["running"],
+            grokked=self.grokked,
+            failed=states["failed"],
+            interrupted=states["interrupted"],
+        )
+
+
+def _tune_id(trial: Any) -> str:
+    """Tune's own id of a trial (SearchCallback shows some hooks a trial keyed otherwise)."""
+    return str(getattr(trial, "_trial", trial).trial_id)
 
 
 def _ended(run: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,8 @@ from typing import Any
 import ray
 from ray import tune
 
+from sweepgrok import interrupt
+from sweepgrok.heartbeat import Heartbeat
 from sweepgrok.spaces import GridSpec, Resources
 from sweepgrok.trackers import TrackerSpec
 from sweepgrok.tune.callback import TUNE_DIR, ParquetCallback, raise_write_error
@@ -35,23 +37,36 @@ QUIET_ENV = {
     "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",
     "RAY_AIR_NEW_OUTPUT": "0",
 }
+NO_TUNE_SIGINT = "TUNE_DISABLE_SIGINT_HANDLER"
+"""Set while sweepgrok.interrupt handles the signals (the CLI): the callback then asks Tune to
+stop through Tune's own graceful stop (ParquetCallback.on_step_begin). A library caller
+without it keeps Tune's Ctrl-C handling."""
 # Loggers that warn about things we chose (no result.json: rows go to Parquet instead).
 QUIET_LOGGERS = ("ray.tune.analysis.experiment_analysis", "ray.tune.tune", "ray.tune")
 TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
+TUNE_ADVICE = ("Stop signal received", "Experiment has been interrupted", "Trials did not complete")
+"""Tune's own lines about an interrupted fit (its restore advice is Tuner.restore(...), the
+wrong tool for a sweepgrok user): sweepgrok prints its own line with the command that
+continues (sweepgrok.cli.launch / search)."""
 TOKEN_GREETING = "Token authentication is enabled for this Ray cluster."
 """Ray's warning at every local start that it turned token authentication on: about Ray's own
 default, not about the sweep; an embedded Ray drops it (that message only, see start_ray)."""
 
 
 class _DropMessage(logging.Filter):
-    """Drops records whose message starts with `prefix`; lets every other record through."""
+    """Drops records whose message starts with `prefix` (a string or a tuple of them); lets
+    every other record through."""
 
-    def __init__(self, prefix: str) -> None:
+    def __init__(self, prefix: str | tuple[str, ...]) -> None:
         super().__init__()
         self.prefix = prefix
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not record.getMessage().startswith(self.prefix)
+
+
+_TUNE_ADVICE_FILTER = _DropMessage(TUNE_ADVICE)
+_set_by_us = {"sigint": False}
 
 
 @contextlib.contextmanager
@@ -73,9 +88,12 @@ class Outcome:
     total: int
     terminated: int
     errored: int
+    interrupted: int = 0
+    """Trials started and stopped before they ended (Ctrl-C, SIGTERM): --resume resumes them."""
 
     @property
     def unfinished(self) -> int:
+        """Trials not ended: interrupted ones and those never started."""
         return self.total - self.terminated - self.errored
 
 
@@ -103,8 +121,16 @@ def start_ray(
     """
     for key, value in QUIET_ENV.items():
         os.environ.setdefault(key, value)
+    if interrupt.active():
+        os.environ[NO_TUNE_SIGINT] = "1"
+    elif os.environ.get(NO_TUNE_SIGINT) == "1" and _set_by_us["sigint"]:
+        del os.environ[NO_TUNE_SIGINT]
+    _set_by_us["sigint"] = interrupt.active()
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.INFO if verbose else logging.ERROR)
+    tune_log = logging.getLogger("ray.tune.tune")
+    if _TUNE_ADVICE_FILTER not in tune_log.filters:  # --verbose too
+        tune_log.addFilter(_TUNE_ADVICE_FILTER)
     address = address or os.environ.get("RAY_ADDRESS") or None
     common: dict[str, Any] = {
         "log_to_driver": verbose,
@@ -113,16 +139,17 @@ def start_ray(
     if address:
         log.info("connecting to the Ray cluster at %s", address)
         ray.init(address=address, **common)
-        return
-    # "local" forces a fresh embedded Ray even if another cluster runs on this machine.
-    with without_token_greeting():
-        ray.init(
-            address="local",
-            num_cpus=num_cpus,
-            num_gpus=num_gpus,
-            include_dashboard=False,
-            **common,
-        )
+    else:
+        # "local" forces a fresh embedded Ray even if another cluster runs on this machine.
+        with without_token_greeting():
+            ray.init(
+                address="local",
+                num_cpus=num_cpus,
+                num_gpus=num_gpus,
+                include_dashboard=False,
+                **common,
+            )
+    interrupt.reinstall()  # ray.init put its own SIGTERM handler in place of sweepgrok's
 
 
 def trial_dirname(trial: Any) -> str:
@@ -240,7 +267,17 @@ def run_tuner(tuner: tune.Tuner, total: int, callback: ParquetCallback) -> Outco
     finally:
         callback.close()
     ended = callback.ended or {}
-    return Outcome(total, terminated=ended.get("TERMINATED", 0), errored=ended.get("ERROR", 0))
+    return Outcome(
+        total,
+        terminated=ended.get("TERMINATED", 0),
+        errored=ended.get("ERROR", 0),
+        interrupted=ended.get("INTERRUPTED", 0),
+    )
+
+
+def stop_heartbeat(heartbeat: Heartbeat, callback: ParquetCallback, total: int) -> None:
+    """The driver's last heartbeat: ended when every trial ended, else interrupted."""
+    heartbeat.stop("ended" if callback.all_ended(total) else "interrupted")
 
 
 def launch_grid(
@@ -256,17 +293,27 @@ def launch_grid(
     train_fn: Callable[..., Any] | None = None,
     trackers: Sequence[TrackerSpec] = (),
     num_gpus: int | None = None,
+    resume_command: str = "",
 ) -> Outcome:
     """Run (or, with `resume`, restore and finish) a grid's trials; rows land in sweep_dir.
 
     `verbose` lets Ray's worker output through (see start_ray). `train_fn` replaces
     sweepgrok.trainer.train inside the trials (tests: a trainer that fails). The driver mirrors
-    the rows to `trackers` (sweepgrok.trackers). Raises ClusterTooSmall, before any
-    trial, when no node of the cluster can hold one.
+    the rows to `trackers` (sweepgrok.trackers) and keeps a heartbeat in the sweep folder
+    (sweepgrok.heartbeat; `resume_command` is the command it shows for going on). Raises
+    ClusterTooSmall, before any trial, when no node of the cluster can hold one.
     """
     s = spec.settings
-    callback = ParquetCallback(sweep_dir, s.name, len(spec.trials), live=live, trackers=trackers)
-    start_ray(address, num_cpus, verbose=verbose, num_gpus=num_gpus)
+    total = len(spec.trials)
+    heartbeat = Heartbeat(sweep_dir, "launch", total, resume=resume_command).start()
+    callback = ParquetCallback(
+        sweep_dir, s.name, total, live=live, trackers=trackers, heartbeat=heartbeat
+    )
+    try:
+        start_ray(address, num_cpus, verbose=verbose, num_gpus=num_gpus)
+    except BaseException:
+        heartbeat.stop("interrupted")
+        raise
     try:
         check_cluster(s.resources, s.source)
         if resume and can_resume(sweep_dir):
@@ -284,6 +331,7 @@ def launch_grid(
                 callback=callback,
                 train_fn=train_fn,
             )
-        return run_tuner(tuner, len(spec.trials), callback)
+        return run_tuner(tuner, total, callback)
     finally:
+        stop_heartbeat(heartbeat, callback, total)
         ray.shutdown()

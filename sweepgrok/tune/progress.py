@@ -36,6 +36,10 @@ class ProgressState:
     failed: int = 0
     grokked: int = 0
     running: int = 0
+    interrupted: int = 0
+    """Trials stopped by Ctrl-C / SIGTERM before they ended (--resume continues them)."""
+    stopping: str = ""
+    """The signal that is stopping the sweep (Ctrl-C, SIGTERM), empty while it runs."""
     latest: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     """Running trial id -> (its last reported step, test accuracy)."""
 
@@ -54,8 +58,12 @@ def progress_table(state: ProgressState, elapsed: float, max_rows: int = MAX_ROW
     """The live table: a line with the counts, one row per running trial (step, test acc)."""
     counts = (
         f"{state.sweep}: {state.done}/{state.total} trials done, {state.running} running, "
-        f"{state.failed} failed, {state.grokked} run(s) grokked  {_elapsed(elapsed)}"
+        f"{state.failed} failed, "
+        + (f"{state.interrupted} interrupted, " if state.interrupted else "")
+        + f"{state.grokked} run(s) grokked  {_elapsed(elapsed)}"
     )
+    if state.stopping:
+        counts += f"  (stopping: {state.stopping})"
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("trial")
     table.add_column("step", justify="right")
@@ -101,9 +109,20 @@ class LiveView:
     def _render(self) -> Group:
         return progress_table(self.state, time.monotonic() - self.started)
 
-    def update(self, done: int, running: int, grokked: int, failed: int = 0) -> None:
+    @property
+    def stopping(self) -> str:
+        return self.state.stopping
+
+    @stopping.setter
+    def stopping(self, signal_name: str) -> None:
+        self.state.stopping = signal_name
+
+    def update(
+        self, done: int, running: int, grokked: int, failed: int = 0, interrupted: int = 0
+    ) -> None:
         self.state.done, self.state.running = done, running
         self.state.grokked, self.state.failed = grokked, failed
+        self.state.interrupted = interrupted
 
     def trial_result(self, trial_id: str, step: Any, test_acc: Any) -> None:
         """A running trial's last evaluation."""

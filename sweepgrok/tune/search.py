@@ -31,6 +31,7 @@ from ray.tune.search import ConcurrencyLimiter
 from ray.tune.search.optuna import OptunaSearch
 
 from sweepgrok.config import ConfigError, from_flat
+from sweepgrok.heartbeat import Heartbeat
 from sweepgrok.objective import FINAL, OBJECTIVE, TrialProgress, worst_value
 from sweepgrok.search_file import SearchSpec
 from sweepgrok.study import (
@@ -44,7 +45,7 @@ from sweepgrok.study import (
 from sweepgrok.trackers import TrackerSpec
 from sweepgrok.tune.callback import ParquetCallback
 from sweepgrok.tune.cluster import check_cluster
-from sweepgrok.tune.grid import TUNE_DIR, run_tuner, start_ray, trial_dirname
+from sweepgrok.tune.grid import TUNE_DIR, run_tuner, start_ray, stop_heartbeat, trial_dirname
 from sweepgrok.tune.trainable import (
     Reporter,
     configure_trial_process,
@@ -323,30 +324,41 @@ def run_search(
     verbose: bool = False,
     trackers: Sequence[TrackerSpec] = (),
     num_gpus: int | None = None,
+    resume_command: str = "",
 ) -> dict[str, int]:
-    """Run the study up to spec.num_samples trials; returns {"started": n, "errored": n}.
+    """Run the study up to spec.num_samples trials; returns {"started": n, "errored": n,
+    "interrupted": n} (interrupted: trials a Ctrl-C / SIGTERM stopped before they ended).
 
     Raises ClusterTooSmall, before any trial, when no node of the cluster can hold one.
 
     `train_fn` replaces sweepgrok.trainer.train inside the trials (tests: a synthetic trainer);
     `verbose` lets Ray's worker output and Optuna's per-trial log lines through; the driver
-    mirrors the rows to `trackers` (sweepgrok.trackers).
+    mirrors the rows to `trackers` (sweepgrok.trackers) and keeps a heartbeat in the sweep
+    folder (sweepgrok.heartbeat; `resume_command` is the command it shows for going on).
     """
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.INFO if verbose else optuna.logging.WARNING)
-    start_ray(address, num_cpus, verbose=verbose, num_gpus=num_gpus)
+    heartbeat = Heartbeat(sweep_dir, "search", spec.num_samples, resume=resume_command).start()
+    callback: SearchCallback | None = None
+    remaining = spec.num_samples
+    try:
+        start_ray(address, num_cpus, verbose=verbose, num_gpus=num_gpus)
+    except BaseException:
+        heartbeat.stop("interrupted")
+        raise
     try:
         check_cluster(spec.settings.resources, spec.settings.source)
         searcher = build_searcher(spec, record)
         study = searcher.searcher._ot_study
         searcher.searcher._adopt, remaining = settle_interrupted(study, spec.num_samples)
+        heartbeat.done_before(spec.num_samples - remaining)
         if remaining == 0:
-            return {"started": 0, "errored": 0}
+            return {"started": 0, "errored": 0, "interrupted": 0}
         best = best_value(study)
         board = Board.remote(best) if spec.time_cap else None  # type: ignore[attr-defined]
         callback = SearchCallback(
-            sweep_dir, spec.name, remaining, live=live, trackers=trackers
+            sweep_dir, spec.name, remaining, live=live, trackers=trackers, heartbeat=heartbeat
         )
         fn = tune.with_parameters(search_trainable, board=board, train_fn=train_fn)
         tuner = tune.Tuner(
@@ -370,6 +382,11 @@ def run_search(
             ),
         )
         outcome = run_tuner(tuner, remaining, callback)
-        return {"started": remaining, "errored": outcome.errored}
+        return {"started": remaining, "errored": outcome.errored,
+                "interrupted": outcome.interrupted}
     finally:
+        if callback is None:
+            heartbeat.stop("ended" if remaining == 0 else "interrupted")
+        else:
+            stop_heartbeat(heartbeat, callback, remaining)
         ray.shutdown()

@@ -1,0 +1,65 @@
+"""What `launch` and `search` say and do when Ctrl-C or SIGTERM stopped them
+(sweepgrok.interrupt): one line with what was kept and the command that continues, and the
+exit status 130 (SIGINT) or 143 (SIGTERM)."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+import typer
+
+from sweepgrok import interrupt
+
+
+def continue_command(
+    command: str,
+    file: Path,
+    *,
+    storage: Path | None = None,
+    address: str | None = None,
+    umask: str | None = None,
+    tracker: Sequence[str] | None = None,
+    extra: Sequence[str] = (),
+    absolute: bool = False,
+) -> str:
+    """`sweepgrok COMMAND FILE [options] --resume`, with the options that change what a resume
+    does (where the sweep is, where it runs, file modes, trackers, ``extra``). `absolute`:
+    paths made absolute, for a reader in another directory (`sweepgrok status`)."""
+
+    def path(p: Path) -> str:
+        return str(p.resolve()) if absolute else str(p)
+
+    args = ["sweepgrok", command, path(file)]
+    if storage is not None:
+        args += ["--storage", path(storage)]
+    if address:
+        args += ["--address", address]
+    if umask:
+        args += ["--umask", umask]
+    for t in tracker or ():
+        args += ["--tracker", t]
+    return shlex.join([*args, *extra, "--resume"])
+
+
+def kept(total: int, ended: int, interrupted: int, failed: int = 0) -> str:
+    """`1 of 4 trials finished, 1 interrupted, 2 not started`: `ended` counts the trials that
+    ended, the `failed` among them named when any."""
+    not_started = max(0, total - ended - interrupted)
+    parts = [f"{ended} of {total} trials finished"]
+    if failed:
+        parts.append(f"{failed} of them failed")
+    parts += [f"{interrupted} interrupted", f"{not_started} not started"]
+    return ", ".join(parts)
+
+
+def interrupted_exit(what: str, sweep_dir: Path, command: str, nothing_left: bool) -> typer.Exit:
+    """Print the one line and return the exit (130 / 143) to raise."""
+    if nothing_left:
+        line = interrupt.continue_line(f"{what}; every trial had ended, rows in {sweep_dir}")
+    else:
+        kept_rows = f"{what}; the rows measured so far are in {sweep_dir}"
+        line = interrupt.continue_line(kept_rows, command)
+    typer.echo(line, err=True)
+    return typer.Exit(code=interrupt.exit_code())
