@@ -7,6 +7,8 @@ never imports it.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from sweepgrok.cli import analyze, common, launch, report, search, status, train, validate
@@ -20,8 +22,22 @@ app = typer.Typer(
 )
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from sweepgrok.provenance import package_version
+
+        typer.echo(f"sweepgrok {package_version('sweepgrok') or 'unknown (not installed)'}")
+        raise typer.Exit()
+
+
 @app.callback()
-def main() -> None:
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True,
+                     help="Print the installed sweepgrok version and exit."),
+    ] = False,
+) -> None:
     """Run and analyse sweeps of grokking experiments (see `sweepgrok COMMAND --help`)."""
     common.setup_logging()
 
