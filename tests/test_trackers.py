@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TINY_BASE, write_grid
+from conftest import TINY_BASE, one_line_error, write_grid
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
@@ -133,6 +133,44 @@ def test_launch_and_search_hand_the_trackers_to_the_driver(
                               "--tracker", "mlflow=sqlite:///x.db", "--tracker", "wandb"])
     assert isinstance(res.exception, Stop), res.output
     assert seen["trackers"] == [TrackerSpec("mlflow", "sqlite:///x.db"), TrackerSpec("wandb")]
+
+
+@pytest.mark.parametrize("target", ["file://{tmp}/mlruns", "{tmp}/mlruns", "mlruns"])
+def test_mlflow_file_store_is_refused_before_the_sweep_starts_with_the_sqlite_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    from sweepgrok.trackers.targets import mlflow_version
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    res = train(tmp_path, "mlflow=" + target.format(tmp=tmp_path))
+    assert res.exit_code == 2, res.output
+    message = one_line_error(res.output)
+    assert message.startswith("error: --tracker: mlflow=") and "Traceback" not in res.output
+    assert f"MLflow {mlflow_version()} refuses a folder of runs" in message
+    assert f"mlflow=sqlite:///{tmp_path}/mlruns.db" in message
+    assert not (tmp_path / "o").exists() and not (tmp_path / "mlruns").exists()
+
+
+def test_the_file_store_check_follows_mlflow_and_its_opt_in(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sweepgrok.trackers import TrackerSpecError, targets
+
+    folder = [TrackerSpec("mlflow", "file:///x/mlruns")]
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "/x/mlruns")  # the default target, a folder too
+    with pytest.raises(TrackerSpecError, match="MLFLOW_TRACKING_URI=/x/mlruns"):
+        targets.check_targets([TrackerSpec("mlflow")])
+    targets.check_targets([TrackerSpec("mlflow", "sqlite:///x.db"), TrackerSpec("wandb", "p")])
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow's own opt-in
+    targets.check_targets(folder)
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE")
+    monkeypatch.setattr(targets, "mlflow_version", lambda: "3.12.2")  # still had a file store
+    targets.check_targets(folder)
+    monkeypatch.setattr(targets, "mlflow_version", lambda: "3.13.0rc0")
+    with pytest.raises(TrackerSpecError, match=r"sqlite:////x/mlruns\.db"):
+        targets.check_targets(folder)
 
 
 # ---- MLflow ------------------------------------------------------------------------------

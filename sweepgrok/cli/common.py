@@ -202,9 +202,12 @@ Verbose = Annotated[
 def _check_trackers(values: list[str] | None) -> list[str] | None:
     """--tracker: a known kind whose library is installed, checked before anything starts."""
     from sweepgrok.trackers import TrackerSpecError, check_installed, parse_trackers
+    from sweepgrok.trackers.targets import check_targets
 
     try:
-        check_installed(parse_trackers(values))
+        specs = parse_trackers(values)
+        check_installed(specs)
+        check_targets(specs)  # MLflow's file store: refused before anything starts
     except TrackerSpecError as err:
         raise typer.BadParameter(str(err)) from None
     return values
