@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from sweepgrok.cli import analyze, common, launch, report, search, status, train, validate
+from sweepgrok.cli import analyze, common, launch, ls, report, search, status, train, validate
 
 app = typer.Typer(
     cls=common.PlainErrorGroup,
@@ -50,3 +50,4 @@ app.command()(analyze.analyze)
 app.command()(report.report)
 app.command()(search.search)
 app.command()(status.status)
+app.command()(ls.ls)
