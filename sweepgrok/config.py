@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sweepgrok.errors import excerpt, quoted
+from sweepgrok.suggest import did_you_mean
 from sweepgrok.tasks import TASKS, Task, TaskName, train_size
 from sweepgrok.yamlfile import YamlInputError, load_file, parse
 
@@ -420,12 +421,13 @@ def nest(flat: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def unknown_key_message(key: str) -> str:
-    """Name the unknown key and what is allowed in its place."""
-    section, _, _ = key.partition(".")
+    """Name the unknown key, the closest known one, and what is allowed in its place."""
+    section, dot, _ = key.partition(".")
+    hint = did_you_mean(key, all_keys() if dot else SECTIONS)
     if section in SECTIONS:
         fields = ", ".join(SECTIONS[section].model_fields)
-        return f"unknown key '{excerpt(key)}': allowed keys in '{section}' are {fields}"
-    return f"unknown key '{excerpt(key)}': keys start with one of {', '.join(SECTIONS)}"
+        return f"unknown key '{excerpt(key)}'{hint}: allowed keys in '{section}' are {fields}"
+    return f"unknown key '{excerpt(key)}'{hint}: keys start with one of {', '.join(SECTIONS)}"
 
 
 def flatten(cfg: Config) -> dict[str, Any]:
@@ -492,7 +494,8 @@ def _message(e: Any, model: Any) -> str:
         parent = loc_text(loc[:-1])
         where = f"keys in '{parent}'" if parent else "top-level keys"
         allowed = _names(annotation_at(model, loc[:-1]))
-        return f"unknown key '{loc_text(loc)}': allowed {where} are {allowed}"
+        hint = did_you_mean(str(loc[-1]), allowed.split(", "), f"{parent}." if parent else "")
+        return f"unknown key '{loc_text(loc)}'{hint}: allowed {where} are {allowed}"
     allowed = _names(annotation_at(model, loc))
     if kind == "literal_error" and allowed:
         msg = f"must be one of {allowed}"
@@ -561,12 +564,9 @@ def update(cfg: Config, flat: Mapping[str, Any]) -> Config:
 
 
 _NUMBER_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
-"""A decimal number as text (YAML 1.2 reads 1e-3 as a number, PyYAML's YAML 1.1 as a string)."""
+"""A decimal number as text ('0.001' in quotes: YAML keeps it a string)."""
 
-NUMBER_TEXT_HINT = (
-    " (a number in quotes, or in exponent form without a dot, which YAML reads as text: "
-    "write 1.0e-3, not 1e-3 or '0.001')"
-)
+NUMBER_TEXT_HINT = " (a number in quotes is text: write it without the quotes, e.g. 1e-3)"
 """Appended to a type error whose input is a number written as text."""
 
 
@@ -576,15 +576,13 @@ def is_number_text(value: Any) -> bool:
 
 
 def _override_value(raw: str) -> Any:
-    """A --set value as YAML reads it, except that an unquoted 1e-3 is a number (YAML 1.2)."""
+    """A --set value as a file's value is read (YAML 1.2 scalars: 1e-3 is a number, '7' text)."""
     if not raw.strip():
         return None
     try:
-        value = parse(raw)
+        return parse(raw)
     except YamlInputError:
         return raw
-    # Only an unquoted number that YAML 1.1 left as text (1e-3, 1.0e3): "'7'" stays a string.
-    return float(value) if raw.strip() == value and is_number_text(value) else value
 
 
 def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
@@ -603,7 +601,10 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
                 " give each key once"
             )
         out[key] = _override_value(raw)
-    nest(out)  # reject unknown keys early, naming them
+    try:
+        nest(out)  # reject unknown keys early, naming them (and that --set gave them)
+    except ConfigError as err:
+        raise ConfigError(f"--set: {err}") from None
     return out
 
 

@@ -36,8 +36,8 @@ leaves at least one training and one test example, `geometry.knn_k` below the tr
 geometry is measured on) are checked when a config is loaded; a mistake exits with code 2 and
 names the file, the key and the allowed values. Types are strict: `true` is not a number, `"7"`
 (quoted) is not a number, and an integer key takes no `7.0`; numbers must be finite (no `.nan`,
-`.inf`). YAML reads `1e-3` (no dot) as text: write `1.0e-3` (`--set optim.lr=1e-3` is read as a
-number).
+`.inf`). Files and `--set` read numbers by YAML 1.2's rules: `1e-3`, `1E5` and `.5` are numbers
+(`1e5` is a float: an integer key wants `100000`), `010` is ten, and `on`, `yes`, `1_000` are text.
 Files are read within stated limits (size, encoding, nesting, aliases, duplicate keys): see
 [grids.md](grids.md#limits-on-input-files).
 """

@@ -8,6 +8,12 @@ A trial, grid or search file (and a file named by ``base:``) must be
   ``MAX_NODES`` values once its aliases (``*name``) are expanded (an "alias bomb" of a few
   hundred bytes would otherwise expand to billions of values).
 
+Plain scalars are typed by the YAML 1.2 core schema (what published configs assume), not
+PyYAML's YAML 1.1 rules: ``1e-3`` and ``.5`` are floats, ``010`` is ten (not octal eight),
+``0o17`` and ``0x1F`` are integers, only ``true``/``false`` (any case of the first letter, or all
+caps) are booleans (``on``, ``off``, ``yes``, ``no`` stay text), and ``1_000``, ``1:20`` and dates
+stay text. Types stay strict after that: a quoted ``'0.001'`` is text, and a key checks its type.
+
 Every refusal is a ``YamlInputError`` whose message is one line, without the file name (the
 caller adds it) and without any line of the file: a file named by ``base:`` may be anything.
 Docs: docs/grids.md ("Limits on input files").
@@ -15,7 +21,9 @@ Docs: docs/grids.md ("Limits on input files").
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -102,15 +110,54 @@ class StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 
     def construct_yaml_int(self, node: ScalarNode) -> int:
+        """A YAML 1.2 integer: decimal (leading zeros too), 0o octal, 0x hexadecimal."""
+        text = str(self.construct_scalar(node))
+        sign = -1 if text.startswith("-") else 1
+        digits = text.lstrip("+-")
+        base = {"0o": 8, "0x": 16}.get(digits[:2].lower(), 10)
         try:
-            return super().construct_yaml_int(node)
-        except ValueError:  # Python refuses integers of more than 4300 digits
+            return sign * int(digits[2:] if base != 10 else digits, base)
+        except ValueError:  # more than 4300 digits, or text tagged !!int
+            what = "integer too large" if digits.isdigit() else f"not an integer ({excerpt(text)})"
+            raise ConstructorError(None, None, what, node.start_mark) from None
+
+    def construct_yaml_float(self, node: ScalarNode) -> float:
+        """A YAML 1.2 float: 1e-3, .5, 1., -.inf, .nan (Python's float() reads all but the
+        infinities and NaN, spelled .inf / .nan in YAML)."""
+        text = str(self.construct_scalar(node))
+        special = text.lower().lstrip("+-")
+        if special == ".inf":
+            return -math.inf if text.startswith("-") else math.inf
+        if special == ".nan":
+            return math.nan
+        try:
+            return float(text)
+        except ValueError:  # an explicit !!float tag on text that is no number
             raise ConstructorError(
-                None, None, "integer too large", node.start_mark
+                None, None, f"not a number ({excerpt(text)})", node.start_mark
             ) from None
 
 
+CORE_SCHEMA = (
+    ("tag:yaml.org,2002:bool", r"true|True|TRUE|false|False|FALSE", "tTfF"),
+    ("tag:yaml.org,2002:int", r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+", "-+0123456789"),
+    (
+        "tag:yaml.org,2002:float",
+        r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(inf|Inf|INF)|\.nan|\.NaN|\.NAN",
+        "-+.0123456789",
+    ),
+    ("tag:yaml.org,2002:null", r"~|null|Null|NULL|", ["~", "n", "N", ""]),
+    ("tag:yaml.org,2002:merge", r"<<", "<"),  # `<<: *defaults`, as PyYAML reads it
+)
+"""(tag, pattern, first characters) of the plain scalars that are not text: YAML 1.2's core
+schema (https://yaml.org/spec/1.2.2/#1032-tag-resolution), int before float (1 is an int)."""
+
+StrictLoader.yaml_implicit_resolvers = {}  # PyYAML's YAML 1.1 rules, replaced (not extended)
+for _tag, _pattern, _first in CORE_SCHEMA:
+    StrictLoader.add_implicit_resolver(_tag, re.compile(rf"^(?:{_pattern})$"), list(_first))
 StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_yaml_int)
+StrictLoader.add_constructor("tag:yaml.org,2002:float", StrictLoader.construct_yaml_float)
 
 
 def _expanded_size(node: Node, memo: dict[int, tuple[int, int] | None]) -> tuple[int, int]:

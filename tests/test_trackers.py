@@ -17,14 +17,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TINY_BASE, write_grid
+from conftest import TINY_BASE, one_line_error, write_grid
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
 from sweepgrok.sink import ListSink, read_table
 from sweepgrok.sweepdir import make_sweep_folder
 from sweepgrok.trackers import MissingExtra, TrackerSpec
-from sweepgrok.trackers.base import CONFIG_KEYS, METRIC_KEYS, load_tracker, tracked
+from sweepgrok.trackers.base import (
+    CONFIG_KEYS,
+    METRIC_KEYS,
+    SUMMARY_KEYS,
+    load_tracker,
+    tracked,
+)
 
 ROOT = Path(__file__).parents[1]
 runner = CliRunner()
@@ -73,6 +79,7 @@ def tracker_warnings() -> Iterator[list[logging.LogRecord]]:
 def mlflow_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)  # what mlflow.search_runs reads back
+    monkeypatch.chdir(tmp_path)  # a SQLite store keeps artifacts in ./mlruns
     return uri
 
 
@@ -135,13 +142,73 @@ def test_launch_and_search_hand_the_trackers_to_the_driver(
     assert seen["trackers"] == [TrackerSpec("mlflow", "sqlite:///x.db"), TrackerSpec("wandb")]
 
 
+@pytest.mark.parametrize("target", ["file://{tmp}/mlruns", "{tmp}/mlruns", "mlruns"])
+def test_mlflow_file_store_is_refused_before_the_sweep_starts_with_the_sqlite_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    from sweepgrok.trackers.targets import mlflow_version
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    res = train(tmp_path, "mlflow=" + target.format(tmp=tmp_path))
+    assert res.exit_code == 2, res.output
+    message = one_line_error(res.output)
+    assert message.startswith("error: --tracker: mlflow=") and "Traceback" not in res.output
+    assert f"MLflow {mlflow_version()} refuses a folder of runs" in message
+    assert f"mlflow=sqlite:///{tmp_path}/mlruns.db" in message
+    assert not (tmp_path / "o").exists() and not (tmp_path / "mlruns").exists()
+
+
+def test_the_file_store_check_follows_mlflow_and_its_opt_in(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sweepgrok.trackers import TrackerSpecError, targets
+
+    folder = [TrackerSpec("mlflow", "file:///x/mlruns")]
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "/x/mlruns")  # the default target, a folder too
+    with pytest.raises(TrackerSpecError, match="MLFLOW_TRACKING_URI=/x/mlruns"):
+        targets.check_targets([TrackerSpec("mlflow")])
+    targets.check_targets([TrackerSpec("mlflow", "sqlite:///x.db"), TrackerSpec("wandb", "p")])
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow's own opt-in
+    targets.check_targets(folder)
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE")
+    monkeypatch.setattr(targets, "mlflow_version", lambda: "3.12.2")  # still had a file store
+    targets.check_targets(folder)
+    monkeypatch.setattr(targets, "mlflow_version", lambda: "3.13.0rc0")
+    with pytest.raises(TrackerSpecError, match=r"sqlite:////x/mlruns\.db"):
+        targets.check_targets(folder)
+
+
 # ---- MLflow ------------------------------------------------------------------------------
 
 
-def mlflow_runs(sweep: str) -> Any:
+def mlflow_runs(sweep: str, **kw: Any) -> Any:
+    """The MLflow runs of the sweep's runs (its parent run left out)."""
     import mlflow
 
-    return mlflow.search_runs(experiment_names=[sweep])
+    found = mlflow.search_runs(experiment_names=[sweep], **kw)
+    return found[found["tags.sweepgrok.parent"].isna()].reset_index(drop=True)
+
+
+def mlflow_parent(sweep: str) -> Any:
+    """The sweep's parent run (exactly one)."""
+    import mlflow
+
+    found = mlflow.search_runs(experiment_names=[sweep],
+                               filter_string="tags.`sweepgrok.parent` = 'true'")
+    assert len(found) == 1, found
+    return found.iloc[0]
+
+
+def expected_summary(run: dict[str, Any]) -> dict[str, float]:
+    """A run's numeric summary from its runs/ row, by hand: censored runs have no grok_step."""
+    out = {"fit_step": run["fit_step"], "steps_run": run["steps_run"],
+           "final_train_acc": run["final_train_acc"], "final_test_acc": run["final_test_acc"],
+           "peak_test_acc": run["peak_test_acc"], "censored": 1 if run["grok_step"] is None else 0}
+    if run["grok_step"] is not None:
+        out |= {"grok_step": run["grok_step"], "delay": run["grok_step"] - run["fit_step"]}
+    return {k: float(v) for k, v in out.items() if v is not None}
 
 
 def assert_mlflow_equals_the_record(
@@ -159,8 +226,12 @@ def assert_mlflow_equals_the_record(
         assert {k: mrun[f"params.{k}"] for k in CONFIG_KEYS} == {
             k: str(run[k]) for k in CONFIG_KEYS
         }
-        for key in ("status", "grok_step", "fit_step"):
-            assert mrun[f"tags.{key}"] == str(run[key]), key
+        assert mrun["tags.status"] == run["status"]
+        assert "tags.grok_step" not in mrun  # numbers, not text
+        summary = {k: mrun[f"metrics.{k}"] for k in SUMMARY_KEYS
+                   if f"metrics.{k}" in mrun and mrun[f"metrics.{k}"] == mrun[f"metrics.{k}"]}
+        assert summary == expected_summary(run)
+        assert mrun["tags.mlflow.parentRunId"] == mlflow_parent(sweep)["run_id"]
         assert mrun["status"] == "FINISHED"
         for key in (k for k in METRIC_KEYS if k not in skip):
             history = client.get_metric_history(mrun["run_id"], key)
@@ -174,6 +245,49 @@ def test_mlflow_holds_each_run_as_the_parquet_does(tmp_path: Path, mlflow_uri: s
     runs, metrics = record(tmp_path / "o")
     assert len(runs) == 2 and all(len(rows) == 4 for rows in metrics.values())
     assert_mlflow_equals_the_record(tmp_path / "o", "o")
+    # The parent run holds analyze's table of the sweep folder, as `sweepgrok analyze` prints it.
+    parent = mlflow_parent("o")
+    assert (parent["tags.mlflow.runName"], parent["status"]) == ("o", "FINISHED")
+    held = mlflow_artifacts(parent["run_id"], tmp_path / "got")
+    assert sorted(held) == ["analysis.csv", "analysis.md"]  # train writes no sweep file
+    for fmt in ("csv", "markdown"):
+        printed = runner.invoke(app, ["analyze", str(tmp_path / "o"), "--format", fmt])
+        assert printed.exit_code == 0, printed.output
+        assert held["analysis.csv" if fmt == "csv" else "analysis.md"] == printed.stdout
+
+
+def mlflow_artifacts(run_id: str, into: Path) -> dict[str, str]:
+    """Every artifact of an MLflow run: name -> text."""
+    from mlflow.tracking import MlflowClient
+
+    folder = Path(MlflowClient().download_artifacts(run_id, "", str(into)))
+    return {p.name: p.read_text() for p in folder.iterdir()}
+
+
+def test_mlflow_sorts_runs_by_grok_step_and_a_censored_run_has_none(
+    tmp_path: Path, mlflow_uri: str
+) -> None:
+    sweep_dir = tmp_path / "srt"
+    make_sweep_folder(sweep_dir)
+    (sweep_dir / "sweep.yaml").write_text("name: srt\n")  # the copy a launch keeps
+    sink = tracked(ListSink(), [TrackerSpec("mlflow", mlflow_uri)], "srt", sweep_dir)
+    ends = {"a": (100, 300), "b": (100, None), "c": (50, 120)}  # run -> (fit, grok)
+    for name, (fit, grok) in ends.items():
+        sink.write_metrics([{"run_id": name, "step": 0, "test_acc": 0.0}])
+        sink.write_run({"run_id": name, "status": "censored" if grok is None else "completed",
+                        "fit_step": fit, "grok_step": grok, "steps_run": 400,
+                        "censored": grok is None, "final_test_acc": 0.5 if grok is None else 1.0})
+    sink.close()
+    found = mlflow_runs("srt", order_by=["metrics.grok_step ASC"])
+    assert list(found["tags.mlflow.runName"]) == ["c", "a", "b"]  # no grok step: last
+    assert list(found["metrics.grok_step"][:2]) == [120.0, 300.0]
+    assert found["metrics.grok_step"].isna().tolist() == [False, False, True]
+    assert list(found["metrics.delay"][:2]) == [70.0, 200.0]
+    assert list(found["metrics.censored"]) == [0.0, 0.0, 1.0]
+    assert list(found["metrics.final_test_acc"]) == [1.0, 1.0, 0.5]
+    assert "tags.grok_step" not in found  # never the text "None"
+    held = mlflow_artifacts(mlflow_parent("srt")["run_id"], tmp_path / "got")
+    assert held == {"sweep.yaml": "name: srt\n"}  # no Parquet rows: no analysis table
 
 
 def test_a_resumed_mlflow_run_is_continued_without_repeating_steps(
@@ -292,14 +406,19 @@ def test_wandb_offline_holds_each_run_as_the_parquet_does(
     runs, metrics = record(tmp_path / "o")
     files = sorted(wandb_offline.glob("wandb/offline-run-*/*.wandb"))
     found = {r["name"]: r for r in map(wandb_run, files)}
+    parent = found.pop("o")  # the sweep's own run, in the same group
+    assert (parent["group"], parent["project"]) == ("o", "grokproj")
+    held = {p.name: p.read_text() for f in files if wandb_run(f)["name"] == "o"
+            for p in (f.parent / "files").glob("analysis.*")}
+    printed = runner.invoke(app, ["analyze", str(tmp_path / "o"), "--format", "csv"])
+    assert held["analysis.csv"] == printed.stdout and "analysis.md" in held
     assert sorted(found) == sorted(runs)  # one W&B run per run, named by its run id
     for run_id, got in found.items():
         run = runs[run_id]
         assert (got["group"], got["project"]) == ("o", "grokproj")
         assert {k: got["config"][k] for k in CONFIG_KEYS} == {k: run[k] for k in CONFIG_KEYS}
-        assert {k: got["summary"][k] for k in ("status", "grok_step", "fit_step")} == {
-            k: run[k] for k in ("status", "grok_step", "fit_step")
-        }
+        numbers = {k: got["summary"][k] for k in SUMMARY_KEYS if k in got["summary"]}
+        assert numbers == expected_summary(run) and got["summary"]["status"] == run["status"]
         assert [h["_step"] for h in got["history"]] == [r["step"] for r in metrics[run_id]]
         for key in METRIC_KEYS:
             logged = [(h["_step"], h[key]) for h in got["history"] if key in h]
@@ -311,7 +430,7 @@ def test_both_trackers_at_once(tmp_path: Path, mlflow_uri: str, wandb_offline: P
     assert res.exit_code == 0, res.output
     assert_mlflow_equals_the_record(tmp_path / "o", "o")
     files = list(wandb_offline.glob("wandb/offline-run-*/*.wandb"))
-    assert [wandb_run(f)["project"] for f in files] == ["sweepgrok"]
+    assert [wandb_run(f)["project"] for f in files] == ["sweepgrok"] * 2  # the run, the sweep
 
 
 def test_the_tune_callback_mirrors_a_replayed_evaluation_once(

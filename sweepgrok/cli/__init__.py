@@ -7,9 +7,11 @@ never imports it.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from sweepgrok.cli import analyze, common, launch, report, search, status, train, validate
+from sweepgrok.cli import analyze, common, launch, ls, report, search, status, train, validate
 
 app = typer.Typer(
     cls=common.PlainErrorGroup,
@@ -20,8 +22,22 @@ app = typer.Typer(
 )
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from sweepgrok.provenance import package_version
+
+        typer.echo(f"sweepgrok {package_version('sweepgrok') or 'unknown (not installed)'}")
+        raise typer.Exit()
+
+
 @app.callback()
-def main() -> None:
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True,
+                     help="Print the installed sweepgrok version and exit."),
+    ] = False,
+) -> None:
     """Run and analyse sweeps of grokking experiments (see `sweepgrok COMMAND --help`)."""
     common.setup_logging()
 
@@ -34,3 +50,4 @@ app.command()(analyze.analyze)
 app.command()(report.report)
 app.command()(search.search)
 app.command()(status.status)
+app.command()(ls.ls)

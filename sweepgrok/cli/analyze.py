@@ -59,7 +59,7 @@ def analyze(
     speed-up vs a baseline. Reads Parquet only (no Ray, no torch)."""
     from sweepgrok import comparisons, stats
 
-    check_sweep_dirs(sweep_dirs)
+    sweep_dirs = check_sweep_dirs(sweep_dirs)  # a storage folder: its sweeps
     # Every output path before any work: a mistake never follows a half-printed table.
     check_output(out, "--out", folder=False)
     check_output(plots, "--plots", folder=True)

@@ -202,9 +202,12 @@ Verbose = Annotated[
 def _check_trackers(values: list[str] | None) -> list[str] | None:
     """--tracker: a known kind whose library is installed, checked before anything starts."""
     from sweepgrok.trackers import TrackerSpecError, check_installed, parse_trackers
+    from sweepgrok.trackers.targets import check_targets
 
     try:
-        check_installed(parse_trackers(values))
+        specs = parse_trackers(values)
+        check_installed(specs)
+        check_targets(specs)  # MLflow's file store: refused before anything starts
     except TrackerSpecError as err:
         raise typer.BadParameter(str(err)) from None
     return values
@@ -234,7 +237,8 @@ SweepDirs = Annotated[
     list[Path],
     typer.Argument(
         metavar="SWEEP_DIR",
-        help="Sweep folders (with runs/ and metrics/); several are analysed together.",
+        help="Sweep folders (with runs/ and metrics/), or storage folders holding several: "
+        "analysed together (--by sweep tells them apart).",
         exists=True,
         file_okay=False,
         dir_okay=True,
@@ -284,11 +288,15 @@ def split_keys(by: str | None) -> list[str] | None:
     return keys or None
 
 
-def check_sweep_dirs(dirs: list[Path]) -> None:
-    """Typer checked that each folder exists; a sweep folder also has runs/ or metrics/ in it."""
-    for d in dirs:
-        if not any((d / kind).is_dir() for kind in ("runs", "metrics")):
-            raise fail(f"{d}: not a sweep folder (no runs/ or metrics/ inside)")
+def check_sweep_dirs(dirs: list[Path]) -> list[Path]:
+    """Typer checked that each folder exists: the sweep folders they are (runs/ or metrics/
+    inside) or hold (a storage folder: the sweep folders inside it), else exit 2."""
+    from sweepgrok.storage import NoSweeps, expand_sweep_dirs
+
+    try:
+        return expand_sweep_dirs(dirs)
+    except NoSweeps as err:
+        raise fail(str(err)) from None
 
 
 def check_output(path: Path | None, option: str, *, folder: bool) -> None:

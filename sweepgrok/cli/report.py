@@ -54,7 +54,7 @@ def report(
     """
     from sweepgrok.report import HTML_FILE, build_report
 
-    check_sweep_dirs(sweep_dirs)
+    sweep_dirs = check_sweep_dirs(sweep_dirs)  # a storage folder: its sweeps
     check_output(out, "--out", folder=True)  # before any work
     theta = float(threshold.value) if threshold else None
     try:

@@ -15,6 +15,7 @@ rest of the command; it never fails the sweep, and the Parquet is complete eithe
 from __future__ import annotations
 
 import logging
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,8 +33,12 @@ METRIC_KEYS = tuple(f.name for f in METRICS_SCHEMA if pa.types.is_floating(f.typ
 out)."""
 STEP_METRIC = "test_acc"
 """A metric every evaluation has: its series tells which steps a tracker run holds."""
-SUMMARY_KEYS = ("status", "grok_step", "fit_step")
-"""runs/ columns sent as the tracker run's summary when the run ends."""
+SUMMARY_KEYS = ("grok_step", "fit_step", "delay", "censored", "steps_run", "final_train_acc",
+                "final_test_acc", "peak_test_acc")
+"""The numbers a run ends with, sent as numeric summary values (MLflow metrics, W&B summary) a
+tracker can sort and plot by: delay = grok_step - fit_step; censored = 1 when the run did not
+grok within its steps, else 0. A value that is null (a censored run's grok_step and delay) is
+left out, never sent as text. The run's status goes with them as text."""
 CONFIG_KEYS = tuple(n for n in RUNS_SCHEMA.names if n not in {name for name, _ in RUN_FIELDS})
 """The config columns of runs/ (dotted keys), sent as the tracker run's parameters."""
 
@@ -58,6 +63,11 @@ class Tracker(Protocol):
 
     def close(self) -> None:
         """End the tracker runs still open (trials cut short: a --resume continues them)."""
+        ...
+
+    def attach(self, files: Sequence[Path]) -> None:
+        """Put `files` (the sweep file, analyze's table, the report) on the sweep's parent run
+        (MLflow: the run the sweep's runs are nested under; W&B: a run of the sweep's group)."""
         ...
 
 
@@ -139,12 +149,23 @@ class _Mirror:
             return  # not finished: close() ends the tracker run as cut short, --resume continues
         record = to_table([row], RUNS_SCHEMA).to_pylist()[0]  # the values runs/ holds
         params = {k: record[k] for k in CONFIG_KEYS}
-        self.tracker.finish(run_id, params, {k: record[k] for k in SUMMARY_KEYS})
+        summary = {"status": record["status"], **summary_values(record)}
+        self.tracker.finish(run_id, params, summary)
         self.open_runs.discard(run_id)
 
     def close(self) -> None:
         self.tracker.close()
         self.open_runs.clear()
+
+
+def summary_values(record: Mapping[str, Any]) -> dict[str, int | float]:
+    """The SUMMARY_KEYS of a runs/ record, as numbers (nulls left out)."""
+    grok, fit, censored = record["grok_step"], record["fit_step"], record["censored"]
+    values = {k: record[k] for k in SUMMARY_KEYS if k in record}
+    values["delay"] = grok - fit if grok is not None and fit is not None else None
+    values["censored"] = int(grok is None if censored is None else censored)
+    return {k: float(v) if isinstance(v, float) else int(v) for k, v in values.items()
+            if v is not None}
 
 
 def metric_values(row: Mapping[str, Any]) -> dict[str, float]:
@@ -155,9 +176,13 @@ def metric_values(row: Mapping[str, Any]) -> dict[str, float]:
 class TrackedSink:
     """A Sink that writes through `inner` (the Parquet) and then mirrors to trackers."""
 
-    def __init__(self, inner: Sink, trackers: Sequence[Tracker] = ()) -> None:
+    def __init__(
+        self, inner: Sink, trackers: Sequence[Tracker] = (), sweep_dir: str | Path | None = None
+    ) -> None:
         self.inner = inner
         self.mirrors = [_Mirror(t) for t in trackers]
+        self.sweep_dir = None if sweep_dir is None else Path(sweep_dir)
+        """Whose files the parent runs get when the command ends (None: none, or done)."""
 
     def write_metrics(self, rows: Sequence[Mapping[str, Any]]) -> None:
         self.inner.write_metrics(rows)
@@ -176,9 +201,28 @@ class TrackedSink:
         self.inner.flush()
 
     def close(self) -> None:
-        """End the tracker runs still open (idempotent); the Parquet is the caller's."""
+        """End the tracker runs still open, then put the sweep's files on its parent run
+        (idempotent); the Parquet is the caller's (flushed before)."""
         for mirror in self.mirrors:
             mirror.guard(mirror.close)
+        sweep_dir, self.sweep_dir = self.sweep_dir, None
+        if sweep_dir is not None and any(m.ok for m in self.mirrors):
+            attach_sweep_files(self.mirrors, sweep_dir)
+
+
+def attach_sweep_files(mirrors: Sequence[_Mirror], sweep_dir: Path) -> None:
+    """The sweep file, analyze's table and any report of `sweep_dir` on each parent run."""
+    from sweepgrok.trackers.artifacts import sweep_files
+
+    with tempfile.TemporaryDirectory(prefix="sweepgrok-tracker-") as scratch:
+        try:
+            files = sweep_files(sweep_dir, Path(scratch))
+        except Exception as err:  # a damaged or half-written folder: the runs are mirrored
+            log.warning("the sweep's analysis table was not attached to the trackers (%s)",
+                        str(err).splitlines()[0][:300] if str(err) else type(err).__name__)
+            return
+        for mirror in mirrors:
+            mirror.guard(mirror.tracker.attach, files)
 
 
 def tracked(
@@ -193,4 +237,4 @@ def tracked(
             trackers.append(load_tracker(spec, sweep, folder))
         except Exception as err:
             warn_failed(spec.kind, err)
-    return TrackedSink(inner, trackers)
+    return TrackedSink(inner, trackers, sweep_dir)

@@ -1,16 +1,21 @@
-"""The MLflow tracker: the sweep is the experiment, each sweepgrok run an MLflow run.
+"""The MLflow tracker: the sweep is the experiment, each sweepgrok run an MLflow run nested
+under the sweep's parent run.
 
-Parameters: the run's flat config; metrics: each evaluation's at its step; tags ``status``,
-``grok_step``, ``fit_step`` (the summary), ``sweepgrok.run_id`` and ``sweepgrok.folder`` (which
-tracker run to continue when the sweep is resumed). Uses MlflowClient, not the fluent API: many
-runs are open at once in one driver.
+A run's parameters: its flat config; metrics: each evaluation's at its step, and when it ends
+its summary numbers (``grok_step``, ``fit_step``, ``delay``, ``censored``, final accuracies:
+sweepgrok.trackers.base.SUMMARY_KEYS; a censored run has no ``grok_step`` metric), so the MLflow
+UI sorts and compares runs by them; tags ``status``, ``sweepgrok.run_id`` and
+``sweepgrok.folder`` (which tracker run to continue when the sweep is resumed). The parent run,
+named after the sweep (tag ``sweepgrok.parent``), holds the sweep file, analyze's table and the
+report as artifacts. Uses MlflowClient, not the fluent API: many runs are open at once.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 PARAMS_PER_BATCH = 100
@@ -34,6 +39,7 @@ class MlflowTracker:
         self.sweep, self.folder = sweep, folder
         self._experiment: str | None = None
         self._runs: dict[str, str] = {}  # sweepgrok run id -> MLflow run id
+        self._parent_id: str | None = None
 
     def _experiment_id(self) -> str:
         if self._experiment is None:
@@ -43,20 +49,33 @@ class MlflowTracker:
             )
         return self._experiment
 
-    def _find(self, run_id: str) -> Any:
-        query = (
-            f"tags.`sweepgrok.run_id` = '{run_id}' and tags.`sweepgrok.folder` = '{self.folder}'"
-        )
+    def _find(self, tag: str, value: str) -> Any:
+        query = f"tags.`{tag}` = '{value}' and tags.`sweepgrok.folder` = '{self.folder}'"
         found = self.client.search_runs([self._experiment_id()], query, max_results=1)
         return found[0] if found else None
+
+    def _parent(self) -> str:
+        """The sweep's parent run of this folder: found (a resumed sweep) or created."""
+        if self._parent_id is None:
+            earlier = self._find("sweepgrok.parent", "true")
+            if earlier is None:
+                tags = {"sweepgrok.parent": "true", "sweepgrok.folder": self.folder,
+                        "sweepgrok.sweep": self.sweep}
+                created = self.client.create_run(self._experiment_id(), run_name=self.sweep,
+                                                 tags=tags)
+                self._parent_id = str(created.info.run_id)
+            else:
+                self._parent_id = str(earlier.info.run_id)
+                self.client.update_run(self._parent_id, status="RUNNING")
+        return self._parent_id
 
     def open(self, run_id: str) -> int | None:
         from sweepgrok.trackers.base import STEP_METRIC
 
-        earlier = self._find(run_id)
+        earlier = self._find("sweepgrok.run_id", run_id)
         if earlier is None:
             tags = {"sweepgrok.run_id": run_id, "sweepgrok.folder": self.folder,
-                    "sweepgrok.sweep": self.sweep}
+                    "sweepgrok.sweep": self.sweep, "mlflow.parentRunId": self._parent()}
             created = self.client.create_run(self._experiment_id(), run_name=run_id, tags=tags)
             self._runs[run_id] = created.info.run_id
             return None
@@ -73,14 +92,16 @@ class MlflowTracker:
         self.client.log_batch(self._runs[run_id], metrics=metrics)
 
     def finish(self, run_id: str, params: Mapping[str, Any], summary: Mapping[str, Any]) -> None:
-        from mlflow.entities import Param, RunTag
+        from mlflow.entities import Metric, Param, RunTag
 
         mlflow_id = self._runs.pop(run_id)
         items = [Param(key, str(value)) for key, value in params.items()]
         for start in range(0, len(items), PARAMS_PER_BATCH):
             self.client.log_batch(mlflow_id, params=items[start : start + PARAMS_PER_BATCH])
-        tags = [RunTag(key, str(value)) for key, value in summary.items()]
-        self.client.log_batch(mlflow_id, tags=tags)
+        now = int(time.time() * 1000)
+        numbers = [Metric(k, float(v), now, 0) for k, v in summary.items() if k != "status"]
+        tags = [RunTag("status", str(summary["status"]))]
+        self.client.log_batch(mlflow_id, metrics=numbers, tags=tags)
         failed = summary.get("status") == "failed"
         self.client.set_terminated(mlflow_id, "FAILED" if failed else "FINISHED")
 
@@ -88,3 +109,11 @@ class MlflowTracker:
         runs, self._runs = self._runs, {}
         for mlflow_id in runs.values():
             self.client.set_terminated(mlflow_id, "KILLED")
+        if self._parent_id is not None:
+            self.client.set_terminated(self._parent_id, "FINISHED")
+
+    def attach(self, files: Sequence[Path]) -> None:
+        parent = self._parent()
+        for path in files:
+            self.client.log_artifact(parent, str(path))
+        self.client.set_terminated(parent, "FINISHED")

@@ -2,8 +2,12 @@
 as the group, each sweepgrok run a W&B run named by its run id.
 
 Config: the run's flat config (dotted keys); history: each evaluation's metrics at its step;
-summary: ``status``, ``grok_step``, ``fit_step``. The W&B run id is derived from the sweep, the
-run id and the sweep folder, so a resumed sweep continues its W&B runs (``resume="allow"``).
+summary: ``status`` and the numbers the run ended with (``grok_step``, ``fit_step``, ``delay``,
+``censored``, final accuracies: sweepgrok.trackers.base.SUMMARY_KEYS; a censored run has no
+``grok_step``), which W&B's tables and parallel coordinates sort and plot. One more run of the
+group, named after the sweep (job type ``sweep``), holds the sweep file, analyze's table and the
+report as files. The W&B run id is derived from the sweep, the run id and the sweep folder, so a
+resumed sweep continues its W&B runs (``resume="allow"``).
 Honours WANDB_MODE (offline: local run files, ``wandb sync`` uploads them later).
 """
 
@@ -11,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 DEFAULT_PROJECT = "sweepgrok"
@@ -37,16 +43,20 @@ class WandbTracker:
         self.settings = wandb.Settings(console="off", x_disable_stats=True)
         self._runs: dict[str, Any] = {}
 
-    def open(self, run_id: str) -> int | None:
-        run = self.wandb.init(
+    def _init(self, name: str, job_type: str) -> Any:
+        return self.wandb.init(
             project=self.project,
             group=self.sweep,
-            name=run_id,
-            id=wandb_id(self.sweep, run_id, self.folder),
+            job_type=job_type,
+            name=name,
+            id=wandb_id(self.sweep, name if job_type == "run" else "", self.folder),
             resume="allow",
             reinit="create_new",
             settings=self.settings,
         )
+
+    def open(self, run_id: str) -> int | None:
+        run = self._init(run_id, "run")
         self._runs[run_id] = run
         held = run.summary.get("_step") if run.resumed else None
         return None if held is None else int(held)
@@ -64,3 +74,11 @@ class WandbTracker:
         runs, self._runs = self._runs, {}
         for run in runs.values():
             run.finish()
+
+    def attach(self, files: Sequence[Path]) -> None:
+        run = self._init(self.sweep, "sweep")
+        for path in files:
+            # Into the run's own folder: offline, W&B links a saved file until `wandb sync`.
+            kept = shutil.copyfile(path, Path(run.dir) / path.name)
+            run.save(str(kept), base_path=run.dir, policy="now")
+        run.finish()
