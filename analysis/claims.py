@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import restat, verdicts
+from analysis import provenance, restat, verdicts
 from analysis.verdicts import Row
 from sweepgrok.comparisons import analysis_table, baseline_mask, parse_baseline
 from sweepgrok.errors import USER_ERROR, error_line
@@ -219,6 +219,8 @@ class Compared:
     claim: Claim
     row: Row
     ours: str
+    code: str = ""
+    """The code commits of the claim's runs (`provenance.code_versions`)."""
 
 
 def compare_claim(claim: Claim, summary: pd.DataFrame) -> Compared:
@@ -229,10 +231,13 @@ def compare_claim(claim: Claim, summary: pd.DataFrame) -> Compared:
         raise ClaimError(f"a {claim.kind} claim needs a baseline")
     group, base = _runs(summary, claim)
     if claim.kind in GROK_KINDS:
-        return _grok_comparison(claim, summary, group, base)
-    if claim.kind == "precedes":
-        return _precedes(claim, group)
-    return _measure(claim, group, base)
+        compared = _grok_comparison(claim, summary, group, base)
+    elif claim.kind == "precedes":
+        compared = _precedes(claim, group)
+    else:
+        compared = _measure(claim, group, base)
+    code = provenance.code_versions(pd.concat([group, base]))
+    return replace(compared, code=code)
 
 
 def _short_labels(claim: Claim) -> tuple[str, str]:
@@ -389,6 +394,7 @@ def claims_table(claims: Sequence[Claim], summaries: Path) -> str:
     for c, row in zip(compared, rows, strict=True):
         v = verdicts.verdict(row)
         ours = c.ours + (f"; p Holm = {_p(row.p_holm)}" if verdicts.is_tested(row) else "")
+        ours += f"; code {c.code}" if c.code else ""
         name = f"{c.claim.text} (`{Path(c.claim.sweep).name}`)"
         verdict = f"**{v.verdict}** ({v.reason})"
         cells = (name, c.claim.paper, ours, size_cell(row), planned_cell(c.claim), verdict)

@@ -115,6 +115,7 @@ def test_the_cells_carry_the_estimate_ci_n_and_the_papers_number(table) -> None:
     assert fits.startswith("no (the paper's 22x; CI [")
     assert when == "post hoc"  # a Claim is post hoc unless it says otherwise
     assert "norm=layernorm 1,025 (n = 8) vs norm=sphere 225 (n = 8)" in ours
+    assert ours.endswith("; code unknown (before provenance)")  # the fixture has no git_commit
     assert verdict.startswith("**direction reproduced, size not** (p Holm = ")
     assert "the paper's 22x outside CI" in verdict
     assert table[1][3] == "- (no factor in the paper)"
