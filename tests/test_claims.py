@@ -4,12 +4,13 @@ comparisons, one Holm family, the verdicts, the cells), written between its mark
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from analysis import claims, verdicts
+from analysis import claims, quoted, verdicts
 from analysis.claims import BEGIN, END, Claim
 
 REPORT = """# Report
@@ -225,3 +226,40 @@ def test_the_committed_claims_table_is_what_the_summaries_give() -> None:
     text = report.read_text()
     table = claims.claims_table(claims.CLAIMS, claims.HERE / "reproduction")
     assert claims.with_table(text, table) == text, "run: python -m analysis.claims"
+
+
+# ---------------------------------------------------------------- quoted figures
+
+
+def test_every_quoted_figure_matches_its_summary() -> None:
+    """The run-derived numbers of the prose (REPRODUCTION.md, README.md, the accelerators'
+    README) equal what analysis.quoted computes from the committed summaries, and every copied
+    report-table row is a row of a committed report.md (run: python -m analysis.quoted)."""
+    assert quoted.stale() == []
+    assert quoted.copied_rows() == []
+
+
+def test_a_stale_figure_or_row_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for doc in (quoted.REPRODUCTION, quoted.ACCELERATORS, "README.md"):
+        (tmp_path / doc).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / doc).write_text((quoted.ROOT / doc).read_text())
+    report = tmp_path / quoted.REPRODUCTION
+    text = report.read_text()
+    assert text.count("**GeomDR (tail)** 3.57x") == 1
+    report.write_text(text.replace("**GeomDR (tail)** 3.57x", "**GeomDR (tail)** 3.58x"))
+    monkeypatch.setattr(quoted, "ROOT", tmp_path)
+    assert quoted.stale() == [
+        f"{quoted.REPRODUCTION}: **GeomDR (tail)** 3.57x [2.39, 4.14] sooner than the baseline, "
+        "whose 4,100-step median"
+    ]
+    row = "| 4,262 ± 201 |"
+    assert report.read_text().count(row) == 1
+    report.write_text(report.read_text().replace(row, "| 4,263 ± 201 |"))
+    assert [r.split(" | ")[0] for r in quoted.copied_rows()] == ["| false"]
+
+
+def test_docs_reproduction_refers_to_the_report_instead_of_copying_figures() -> None:
+    """docs/reproduction.md names where the numbers are; it quotes none (one source)."""
+    text = (quoted.ROOT / "docs" / "reproduction.md").read_text()
+    assert "analysis/REPRODUCTION.md" in text
+    assert re.findall(r"\d\.\d+x|\d,\d{3} steps|p = 0\.\d", text) == []
