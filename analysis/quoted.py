@@ -133,6 +133,11 @@ QUOTES: tuple[Quote, ...] = (
           f"steps against {steps(line(P2, P2_BASE)['collapse_median'])} without it"),
     Quote(REPRODUCTION, lambda: "median gap "
           f"{steps(line(P2, P2_GEOMDR)['collapse_to_grok_median'])} steps"),
+    Quote(REPRODUCTION, lambda: "8, median gap "
+          f"{steps(line(P2, P2_BASE)['collapse_to_grok_median'])} steps; a post-hoc row"),
+    Quote(REPRODUCTION, lambda: "The gap is not narrower with GeomDR ("
+          f"{steps(line(P2, P2_GEOMDR)['collapse_to_grok_median'])} against "
+          f"{steps(line(P2, P2_BASE)['collapse_to_grok_median'])} steps"),
     Quote(REPRODUCTION, lambda: "the twin's baseline groks at a KM median of "
           f"{steps(line(P2, P2_BASE)['km_median'])} steps"),
     # Division, subsample, the Transformer.
