@@ -21,8 +21,10 @@ from typing import Any
 
 import pandas as pd
 
+from analysis import provenance
 from sweepgrok import stats
 from sweepgrok.report import write_report
+from sweepgrok.sink import read_runs
 
 ARM_KEY = "accelerator.arm"
 """The derived grouping column: a dotted name, so that the report groups by it like a config key."""
@@ -67,10 +69,15 @@ def write_summary(sweep_dirs: Sequence[Path], out: Path) -> Path:
     """Write the report folder for the accelerator sweep(s); returns its report.md."""
     metrics, summary, pending = stats.load_recorded_runs(sweep_dirs)
     sources = [Path(d).resolve().name for d in sweep_dirs]
-    return write_report(
+    report = write_report(
         with_arms(summary), out, BY, BASELINE, THRESHOLD, metrics=metrics, sources=sources,
         pending=pending,
     )
+    # runs.csv keeps each run's code commit and sweepgrok version (analysis.provenance).
+    runs = read_runs(list(sweep_dirs))  # all columns: a sweep may predate provenance
+    path = out / "runs.csv"
+    provenance.add_provenance(pd.read_csv(path), runs).to_csv(path, index=False)
+    return report
 
 
 def main(argv: Sequence[str] | None = None) -> int:

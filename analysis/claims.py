@@ -13,11 +13,14 @@ rules when absent); running it again rewrites the same text.
 
 Adding or repointing a claim is one entry of `CLAIMS`: a new sweep summary is its ``sweep``.
 
-Cells: a speed-up whose baseline median lies beyond its runs (censored) is the bound "> x"
-(longest baseline run, i.e. the budget, / group median), never a point estimate; a group median
-beyond its runs gives "< x"; a median beyond the runs is "> longest run". A paper's factor is
-compared with the CI or the bound (contains, below, above), never judged. A ``fourier`` claim
-reads a runs.csv column holding each run's concentration above chance at its last evaluation.
+Columns: the claim, the paper's number, ours (estimate, 95% CI, n per group, p, p Holm), the
+size ("paper's factor inside our CI", `verdicts.size`), planned or post hoc (`Claim.planned`),
+the verdict. Cells: a speed-up whose baseline median lies beyond its runs (censored) is the
+bound "> x" (longest baseline run, i.e. the budget, / group median), never a point estimate;
+a group median beyond its runs gives "< x"; a median beyond the runs is "> longest run". A
+paper's factor is compared with the CI or the bound in the size column; `verdicts.verdict`
+turns a "no" there into "direction reproduced, size not". A ``fourier`` claim reads a runs.csv
+column holding each run's concentration above chance at its last evaluation.
 """
 
 from __future__ import annotations
@@ -27,13 +30,13 @@ import math
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from analysis import restat, verdicts
+from analysis import provenance, restat, verdicts
 from analysis.verdicts import Row
 from sweepgrok.comparisons import analysis_table, baseline_mask, parse_baseline
 from sweepgrok.errors import USER_ERROR, error_line
@@ -73,9 +76,17 @@ class Claim:
     expect: str = "smaller"
     """``measure``: the group's measure against the baseline's (verdicts.EXPECTS)."""
     factor: float | None = None
-    """The paper's factor, compared with our CI or bound (never judged)."""
+    """The paper's factor on the estimate's scale (baseline / group), compared with our CI or
+    bound (`verdicts.size`); outside the CI, a met directional rule reads "direction
+    reproduced, size not"."""
     distribution: bool = False
     """Print each group's mean ± std of the grok step (set against a published mean ± std)."""
+    planned: bool = False
+    """Whether the claim (text, groups, kind, measure) was committed before the summary it reads
+    (planned) or not (post hoc, the default: a claim is post hoc unless shown otherwise);
+    `when` gives the evidence."""
+    when: str = ""
+    """The commits that decide `planned`: the claim's and its data's (git log -S on the text)."""
 
 
 P1 = "repro2_paper1_cpu"
@@ -88,55 +99,78 @@ NO_GEOMDR = "geomdr.enabled=false,geomdr.penalty=tail,train.max_steps=6000"
 SUB = "repro2_subsample_cpu"
 SUBSAMPLE_PAPER = "the same speed-up from 5-25% of the data, 2.4-2.7x less runtime"
 CONTROL = "not claimed (our control; the paper has none)"
+# The evidence for `planned`: the claim's first commit against its summary's commit.
+P1_WHEN = "claim 5acea69, summary f48efc9"
+P2_WHEN = "claim 5acea69, summary b6f9281"
+CONTROL_WHEN = "claim ee6141d, summary b6f9281"
 CLAIMS: tuple[Claim, ...] = (
     Claim("Paper size: sphere wd 0 = wd 1", "2,400 ± 353 (wd 1), 2,480 ± 464 (wd 0); 10 seeds "
           "each (text: ~2,100)", P1_SIZE, "optim.weight_decay=0", "optim.weight_decay=1",
-          "equal", distribution=True),
+          "equal", distribution=True, planned=True,
+          when="claim ee6141d, summary 6b885d0; named in the rules 5113c7c"),
     Claim("Sphere (wd 1) groks faster than LayerNorm", "LN 54,160 ± 13,490 vs sphere ~2,400",
-          P1, SPHERE + "1", LN, factor=22),
+          P1, SPHERE + "1", LN, factor=22, planned=True, when=P1_WHEN),
     Claim("Sphere without weight decay groks faster than LayerNorm",
-          "LN 54,160 ± 13,490 vs sphere (wd 0) 2,480 ± 464", P1, SPHERE + "0", LN, factor=22),
+          "LN 54,160 ± 13,490 vs sphere (wd 0) 2,480 ± 464", P1, SPHERE + "0", LN, factor=22,
+          planned=True, when=P1_WHEN),
     Claim("Sphere: wd 0 = wd 1", "2,400 ± 353 (wd 1), 2,480 ± 464 (wd 0); 10 seeds each", P1,
           "model.norm=sphere,optim.weight_decay=0", "model.norm=sphere,optim.weight_decay=1",
-          "equal", distribution=True),
+          "equal", distribution=True, planned=True, when=P1_WHEN),
     Claim("RMSNorm = LayerNorm", "51,240 ± 11,200 vs 54,160 ± 13,490 (10 each)", P1,
-          "model.norm=rmsnorm,model.attention=softmax,optim.weight_decay=1", LN, "equal"),
+          "model.norm=rmsnorm,model.attention=softmax,optim.weight_decay=1", LN, "equal",
+          planned=True, when=P1_WHEN),
     Claim("Uniform attention removes the delay (LayerNorm)", "no delay", P1,
-          "model.norm=layernorm,model.attention=uniform,optim.weight_decay=1", LN),
+          "model.norm=layernorm,model.attention=uniform,optim.weight_decay=1", LN,
+          planned=True, when=P1_WHEN),
     Claim("Uniform attention groks on every seed (no norm)", "every seed", P1,
           "model.norm=none,model.attention=uniform", "model.norm=none,model.attention=softmax",
-          "success"),
+          "success", planned=True, when=P1_WHEN),
     Claim("Accelerated models use the same Fourier features (sphere vs LayerNorm)",
           "FFT over the vocabulary", P1, SPHERE + "1", LN, "fourier",
-          measure="fourier_unembed_above_chance_last"),
+          measure="fourier_unembed_above_chance_last", planned=False,
+          when="claim 5acea69, its measure column chosen in ee6141d after the summary f48efc9"),
     Claim("Accelerated models use the same Fourier features (uniform vs softmax, LayerNorm)",
           "FFT over the vocabulary", P1,
           "model.norm=layernorm,model.attention=uniform,optim.weight_decay=1", LN, "fourier",
-          measure="fourier_unembed_above_chance_last"),
+          measure="fourier_unembed_above_chance_last", planned=False,
+          when="added in ee6141d, after the summary f48efc9"),
     Claim("S5 negative control: the sphere groks slower than LayerNorm", "sphere fails",
           "repro_s5_cpu", "model.norm=sphere,optim.weight_decay=1",
-          "model.norm=layernorm,optim.weight_decay=1", "slower"),
+          "model.norm=layernorm,optim.weight_decay=1", "slower", planned=False,
+          when="version-1 runs eaef0c0, claim 5acea69"),
     Claim("GeomDR accelerates the MLP on addition", "362K -> ~7K steps", P2, GEOMDR, NO_GEOMDR,
-          factor=52),
+          factor=52, planned=True, when=P2_WHEN),
     Claim("Scale alone: the trace penalty (same weight) accelerates the MLP", CONTROL, P2,
-          "geomdr.enabled=true,geomdr.penalty=trace,train.max_steps=3000", NO_GEOMDR),
+          "geomdr.enabled=true,geomdr.penalty=trace,train.max_steps=3000", NO_GEOMDR,
+          planned=True, when=CONTROL_WHEN),
     Claim("Dimension alone: the tail-fraction penalty (same weight) accelerates the MLP",
           CONTROL, P2, "geomdr.enabled=true,geomdr.penalty=tail_fraction,train.max_steps=6000",
-          NO_GEOMDR),
+          NO_GEOMDR, planned=True, when=CONTROL_WHEN),
     Claim("GeomDR accelerates the MLP on division", "39x", "repro2_division_cpu",
-          "geomdr.enabled=true", "geomdr.enabled=false", factor=39),
+          "geomdr.enabled=true", "geomdr.enabled=false", factor=39,
+          planned=True, when="claim 5acea69, summary 9f041da"),
     Claim("100% success with GeomDR (addition)", "100% where the baseline failed", P2, GEOMDR,
-          NO_GEOMDR, "success"),
+          NO_GEOMDR, "success", planned=True, when=P2_WHEN),
     Claim("GeomDR collapses earlier (addition)", "earlier collapse onset", P2, GEOMDR,
-          NO_GEOMDR, "measure", measure="collapse_step"),
-    Claim("Collapse precedes grokking (addition, GeomDR)", "yes", P2, GEOMDR, kind="precedes"),
+          NO_GEOMDR, "measure", measure="collapse_step", planned=True, when=P2_WHEN),
+    Claim("Collapse precedes grokking (addition, GeomDR)", "yes", P2, GEOMDR, kind="precedes",
+          planned=True, when=P2_WHEN),
+    Claim("Collapse precedes grokking (addition, baseline without GeomDR)",
+          "yes (the paper's claim is about models without the penalty)", P2, NO_GEOMDR,
+          kind="precedes", when="added 2026-12-04 (rules v3), after the summary b6f9281"),
+    Claim("GeomDR narrows the collapse-to-grok gap (addition)", "a shorter gap with GeomDR", P2,
+          GEOMDR, NO_GEOMDR, "measure", measure="collapse_to_grok_95",
+          when="added 2026-12-04 (rules v3), after the summary b6f9281"),
     Claim("Subsampling the covariance to 25% keeps the grok step", SUBSAMPLE_PAPER, SUB,
-          "geomdr.subsample=0.25", "geomdr.subsample=1", "equal"),
+          "geomdr.subsample=0.25", "geomdr.subsample=1", "equal", planned=False,
+          when="claim and summary in 83ced63"),
     Claim("Subsampling the covariance to 10% keeps the grok step", SUBSAMPLE_PAPER, SUB,
-          "geomdr.subsample=0.1", "geomdr.subsample=1", "equal"),
+          "geomdr.subsample=0.1", "geomdr.subsample=1", "equal", planned=False,
+          when="claim and summary in 83ced63"),
     Claim("GeomDR accelerates the Transformer", "~2x", "../accelerators",
           "model.arch=transformer,accelerator.arm=geomdr",
-          "model.arch=transformer,accelerator.arm=baseline", factor=2),
+          "model.arch=transformer,accelerator.arm=baseline", factor=2,
+          planned=True, when="claim 5acea69, summary 805613a"),
 )  # fmt: skip
 """The claims of analysis/REPRODUCTION.md, in the table's order."""
 
@@ -191,6 +225,8 @@ class Compared:
     claim: Claim
     row: Row
     ours: str
+    code: str = ""
+    """The code commits of the claim's runs (`provenance.code_versions`)."""
 
 
 def compare_claim(claim: Claim, summary: pd.DataFrame) -> Compared:
@@ -201,10 +237,13 @@ def compare_claim(claim: Claim, summary: pd.DataFrame) -> Compared:
         raise ClaimError(f"a {claim.kind} claim needs a baseline")
     group, base = _runs(summary, claim)
     if claim.kind in GROK_KINDS:
-        return _grok_comparison(claim, summary, group, base)
-    if claim.kind == "precedes":
-        return _precedes(claim, group)
-    return _measure(claim, group, base)
+        compared = _grok_comparison(claim, summary, group, base)
+    elif claim.kind == "precedes":
+        compared = _precedes(claim, group)
+    else:
+        compared = _measure(claim, group, base)
+    code = provenance.code_versions(pd.concat([group, base]))
+    return replace(compared, code=code)
 
 
 def _short_labels(claim: Claim) -> tuple[str, str]:
@@ -222,6 +261,7 @@ def _grok_comparison(
     table = analysis_table(both, keys, claim.baseline, threshold=claim.threshold)
     g, b = table[~table["is_baseline"]].iloc[0], table[table["is_baseline"]].iloc[0]
     row = verdicts.from_table(g.to_dict(), b.to_dict(), claim.kind)
+    row = replace(row, factor=math.nan if claim.factor is None else claim.factor)
     g_label, b_label = _short_labels(claim)
     arms = (
         f"{b_label} {_median(b)} (n = {row.n_baseline}) vs {g_label} {_median(g)} "
@@ -231,7 +271,7 @@ def _grok_comparison(
         ours = (f"grokked at {claim.threshold:g}: {row.k_baseline}/{row.n_baseline} ({b_label}) "
                 f"vs {row.k_group}/{row.n_group} ({g_label}); Fisher p = {_p(row.p)}")  # fmt: skip
         return Compared(claim, row, ours)
-    ours = (f"grok at {claim.threshold:g}: {_ratio(row, claim.factor)}; KM medians {arms}; "
+    ours = (f"grok at {claim.threshold:g}: {_ratio(row)}; KM medians {arms}; "
             f"log-rank p = {_p(row.p)}")  # fmt: skip
     if claim.distribution:
         ours += f"; mean ± std {b_label} {_spread(base, claim)}, {g_label} {_spread(group, claim)}"
@@ -247,9 +287,10 @@ def _measure(claim: Claim, group: pd.DataFrame, base: pd.DataFrame) -> Compared:
     lowest = float(np.nanmin(both)) if np.isfinite(both).any() else math.nan
     row = verdicts.measure_row(base[column].to_numpy(float), group[column].to_numpy(float),
                                claim.kind, expect=claim.expect, lowest=lowest)  # fmt: skip
+    row = replace(row, factor=math.nan if claim.factor is None else claim.factor)
     g_label, b_label = _short_labels(claim)
     ours = (
-        f"{column}: ratio of medians {_ratio(row, claim.factor)}; medians {b_label} "
+        f"{column}: ratio of medians {_ratio(row)}; medians {b_label} "
         f"{_num(base[column].median())} (n = {row.n_baseline}) vs {g_label} "
         f"{_num(group[column].median())} (n = {row.n_group}); Mann-Whitney p = {_p(row.p)}"
     )
@@ -308,23 +349,32 @@ def _spread(rows: pd.DataFrame, claim: Claim) -> str:
     return f"{_num(mean)} ± {_num(std)} ({grokked.size}/{len(rows)} grokked)"
 
 
-def _ratio(row: Row, factor: float | None) -> str:
+def _ratio(row: Row) -> str:
     """The estimate with its CI; a bound ('> x', '< x') where a median is censored."""
     if row.baseline_censored != row.group_censored:
         sign = ">" if row.baseline_censored else "<"
-        text = f"{sign} {row.bound:.2f}x (a bound)"
-        if factor is not None:
-            side = "below" if row.bound < factor else "above"
-            text += f", the bound is {side} the paper's {factor:g}x"
-        return text
+        return f"{sign} {row.bound:.2f}x (a bound)"
     if math.isnan(row.estimate):
         return "none (both medians beyond the runs)"
-    text = f"{row.estimate:.2f}x [{row.lo:.2f}, {row.hi:.2f}]"
-    if factor is not None:
-        where = ("contains" if row.lo <= factor <= row.hi
-                 else "is below" if row.hi < factor else "is above")  # fmt: skip
-        text += f", the CI {where} the paper's {factor:g}x"
-    return text
+    return f"{row.estimate:.2f}x [{row.lo:.2f}, {row.hi:.2f}]"
+
+
+def size_cell(row: Row) -> str:
+    """The size column: `verdicts.size` and what it compared."""
+    fits = verdicts.size(row)
+    if fits == verdicts.SIZE_NONE:
+        return "- (no factor in the paper)"
+    factor = f"the paper's {row.factor:g}x"
+    if row.baseline_censored != row.group_censored:
+        sign = ">" if row.baseline_censored else "<"
+        return f"{fits} ({factor}; ours a bound, {sign} {row.bound:.2f}x)"
+    return f"{fits} ({factor}; CI [{row.lo:.2f}, {row.hi:.2f}])"
+
+
+def planned_cell(claim: Claim) -> str:
+    """The planned / post hoc column."""
+    word = "planned" if claim.planned else "post hoc"
+    return f"{word} ({claim.when})" if claim.when else word
 
 
 # ---------------------------------------------------------------- the table
@@ -343,14 +393,17 @@ def claims_table(claims: Sequence[Claim], summaries: Path) -> str:
             raise ClaimError(f"{claim.sweep}/runs.csv: claim {claim.text!r}: {err}") from err
     rows = verdicts.adjust([c.row for c in compared])
     lines = [
-        "| claim (summary) | paper | ours (95% CI; n per group) | verdict |",
-        "|---|---|---|---|",
+        "| claim (summary) | paper | ours (95% CI; n per group) | paper's factor inside our CI "
+        "| planned / post hoc | verdict |",
+        "|---|---|---|---|---|---|",
     ]
     for c, row in zip(compared, rows, strict=True):
         v = verdicts.verdict(row)
         ours = c.ours + (f"; p Holm = {_p(row.p_holm)}" if verdicts.is_tested(row) else "")
-        claim = f"{c.claim.text} (`{Path(c.claim.sweep).name}`)"
-        cells = (claim, c.claim.paper, ours, f"**{v.verdict}** ({v.reason})")
+        ours += f"; code {c.code}" if c.code else ""
+        name = f"{c.claim.text} (`{Path(c.claim.sweep).name}`)"
+        verdict = f"**{v.verdict}** ({v.reason})"
+        cells = (name, c.claim.paper, ours, size_cell(row), planned_cell(c.claim), verdict)
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

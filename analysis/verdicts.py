@@ -1,19 +1,21 @@
 """The verdict of one claim of the reproduction report, by the rules fixed at the top of
-analysis/REPRODUCTION.md ("Verdict rules"); this module applies them and nothing else.
+analysis/REPRODUCTION.md ("Verdict rules, version 3"); this module applies them and nothing
+else.
 
 A claim's comparison is one `Row`: n per group, the point estimate (baseline / group: a speed-up
 for the grok step, a ratio of medians for another per-run measure), its 95% CI, the raw p of
-the row's test and p Holm (adjusted over every tested row of the report at once: the caller
-adjusts, see `is_tested`). `verdict` turns it into one of `VERDICTS` with a short reason.
+the row's test, p Holm (adjusted over every tested row of the report at once: the caller
+adjusts, see `is_tested`) and the paper's factor where it gives one. `verdict` turns it into
+one of `VERDICTS` with a short reason; `size` compares the paper's factor with the CI.
 
 Kinds (`KINDS`) and the rule each applies:
 
 - ``faster``: directional, the paper's side is a speed-up > 1.
 - ``slower``: a negative control, the paper's side is < 1; not tested when the baseline does
   not grok within the budget (its Kaplan-Meier median is beyond its runs).
-- ``equal``: equivalence, the ratio within `EQUIVALENCE_MARGIN`.
-- ``success``: a success rate, one-sided Fisher exact test (`fisher_p`); not tested when every
-  baseline run succeeds.
+- ``equal``: equivalence, the ratio strictly inside `EQUIVALENCE_MARGIN`.
+- ``success``: a success rate, two-sided Fisher exact test (`fisher_p`), the direction read
+  from the two rates; not tested only when every run of both groups succeeds.
 - ``measure``: a per-run measure other than the grok step (`measure_row`): ratio of medians and
   the exact two-sided Mann-Whitney p (`mann_whitney_p`), judged by the directional rule
   (`Row.expect` "smaller" or "larger": the group's measure against the baseline's) or the
@@ -22,12 +24,21 @@ Kinds (`KINDS`) and the rule each applies:
 - ``fourier``: every run's concentration above chance at least `FOURIER_MIN`, then the
   equivalence rule on that measure.
 
+A directional rule met gives "reproduced" only when the paper's factor lies inside the CI;
+"direction reproduced, size not" when it lies outside; "direction reproduced" when the paper
+gives no factor or the CI cannot place it (a censored median's bound below the factor).
+
 Readings where the rule text leaves room (the stricter one is taken each time):
 
 - "On the paper's side of 1" is strict: a CI touching 1 is not on either side, and a point
-  estimate of exactly 1 is "not in the paper's direction". The margin [0.8, 1.25] is closed: a
-  CI touching 0.8 or 1.25 is inside it, and "outside the margin" (contradicted) needs the whole
-  CI strictly beyond one end.
+  estimate of exactly 1 is "not in the paper's direction". A significant CI on the paper's
+  side with the point estimate on the other (a percentile bootstrap can do that) is not in
+  the paper's direction.
+- The margin (0.8, 1.25) is open: a CI touching 0.8 or 1.25 is not inside it, and "outside
+  the margin" (contradicted) needs the whole CI strictly beyond one end: a CI end on the
+  margin is neither.
+- The paper's factor is inside the CI when lo <= factor <= hi (the CI is closed); a bound
+  ("> x", a censored baseline) never matches a factor.
 - A censored baseline (its median beyond its runs): the estimate is +inf and the table shows
   the bound "> x"; the directional rules apply to the direction with the bootstrap CI as
   computed (its infinite resamples included). A censored group (estimate 0) shows "< x".
@@ -35,7 +46,7 @@ Readings where the rule text leaves room (the stricter one is taken each time):
   at the grok step does not precede it); the test is on k runs with a positive gap out of all
   n runs that have both events, and the point estimate is "more than half positive".
 - Fourier: "reproduced" needs both the equivalence and every run at `FOURIER_MIN` or more; a
-  row that meets the equivalence but not the floor is "direction only".
+  row that meets the equivalence but not the floor is "on the paper's side, not shown".
 - Every kind is "not tested" with fewer than `N_TESTABLE` runs in a group (the rule's "as
   above" for the kinds whose rule does not repeat it).
 """
@@ -54,12 +65,29 @@ from sweepgrok.stats import speedup
 from sweepgrok.survival import holm
 
 REPRODUCED = "reproduced"
+DIRECTION_REPRODUCED = "direction reproduced"
+SIZE_NOT = "direction reproduced, size not"
 CONTRADICTED = "contradicted"
-DIRECTION_ONLY = "direction only"
+DIRECTION_ONLY = "on the paper's side, not shown"
 NOT_IN_DIRECTION = "not in the paper's direction"
 NOT_TESTED = "not tested"
-VERDICTS = (REPRODUCED, CONTRADICTED, DIRECTION_ONLY, NOT_IN_DIRECTION, NOT_TESTED)
+VERDICTS = (
+    REPRODUCED,
+    DIRECTION_REPRODUCED,
+    SIZE_NOT,
+    CONTRADICTED,
+    DIRECTION_ONLY,
+    NOT_IN_DIRECTION,
+    NOT_TESTED,
+)
 """Every verdict the report may print (no other word is a verdict)."""
+
+SIZE_YES = "yes"
+SIZE_NO = "no"
+SIZE_UNKNOWN = "unknown"
+SIZE_NONE = "-"
+SIZES = (SIZE_YES, SIZE_NO, SIZE_UNKNOWN, SIZE_NONE)
+"""'Paper's factor inside our CI': yes, no, unknown (a bound below the factor), - (no factor)."""
 
 Values = Sequence[float] | np.ndarray
 """Per-run values (NaN: the value does not exist in that run)."""
@@ -76,7 +104,7 @@ N_TESTABLE = 2
 ALPHA = 0.05
 """'p Holm < 0.05' (0.05 itself is not below it)."""
 EQUIVALENCE_MARGIN = (0.8, 1.25)
-"""'Margin fixed in advance: a ratio of medians within [0.8, 1.25]' (closed interval)."""
+"""'Margin fixed in advance: a ratio of medians strictly between 0.8 and 1.25' (open)."""
 FOURIER_MIN = 0.5
 """'every run's concentration above chance ... is at least 0.5 (half way from chance to pure
 fourier_top frequencies)'."""
@@ -120,6 +148,8 @@ class Row:
     """``measure``: one of EXPECTS (the group's measure against the baseline's)."""
     untestable: str = ""
     """Why the runs cannot provide the row (e.g. a measure runs.csv lacks): not tested."""
+    factor: float = math.nan
+    """The paper's factor on the estimate's scale (NaN: the paper gives none); see `size`."""
 
     @property
     def n(self) -> int:
@@ -139,9 +169,11 @@ class Verdict:
 
 
 def fisher_p(k_group: int, n_group: int, k_baseline: int, n_baseline: int) -> float:
-    """One-sided Fisher exact p that the group's success rate exceeds the baseline's."""
+    """Two-sided Fisher exact p that the two success rates differ (every table at most as
+    probable as the observed one; the direction is read from the rates, as the directional
+    rule reads it from the point estimate)."""
     table = [[k_group, n_group - k_group], [k_baseline, n_baseline - k_baseline]]
-    return float(sps.fisher_exact(table, alternative="greater").pvalue)
+    return float(sps.fisher_exact(table, alternative="two-sided").pvalue)
 
 
 def sign_test_p(k_positive: int, n: int) -> float:
@@ -258,8 +290,8 @@ def untested_reason(row: Row) -> str | None:
     if row.n < N_TESTABLE:
         return f"n = {row.n} < {N_TESTABLE}"
     if row.kind == "success":
-        if row.k_baseline == row.n_baseline:
-            return "every baseline run grokked"
+        if row.k_baseline == row.n_baseline and row.k_group == row.n_group:
+            return "every run of both groups grokked: no failure to remove"
         return None
     if row.kind == "precedes":
         return None
@@ -326,7 +358,32 @@ def _n_short(row: Row) -> str | None:
 
 
 def _ci(row: Row) -> str:
-    return f"CI [{_num(row.lo)}, {_num(row.hi)}]"
+    # Four digits: a CI end of 1.001 must not print as 1 beside "not above 1".
+    return f"CI [{row.lo:.4g}, {row.hi:.4g}]"
+
+
+def size(row: Row) -> str:
+    """One of SIZES: whether the paper's factor lies inside the row's CI (closed). A bound
+    (one median censored) never matches: 'no' when the bound already passes the factor,
+    'unknown' when it does not reach it."""
+    if math.isnan(row.factor):
+        return SIZE_NONE
+    if row.baseline_censored != row.group_censored:
+        past = row.bound > row.factor if row.baseline_censored else row.bound < row.factor
+        return SIZE_NO if past else SIZE_UNKNOWN
+    if math.isnan(row.lo) or math.isnan(row.hi):
+        return SIZE_UNKNOWN
+    return SIZE_YES if row.lo <= row.factor <= row.hi else SIZE_NO
+
+
+def _with_size(row: Row, reason: str) -> Verdict:
+    """A met directional rule's verdict: the paper's size decides between the three words."""
+    fits = size(row)
+    if fits == SIZE_YES:
+        return Verdict(REPRODUCED, f"{reason}; the paper's {_num(row.factor)}x inside {_ci(row)}")
+    if fits == SIZE_NO:
+        return Verdict(SIZE_NOT, f"{reason}; the paper's {_num(row.factor)}x outside {_ci(row)}")
+    return Verdict(DIRECTION_REPRODUCED, reason)
 
 
 def _directional(row: Row, *, above: bool) -> Verdict:
@@ -338,13 +395,15 @@ def _directional(row: Row, *, above: bool) -> Verdict:
 
     side = "above 1" if above else "below 1"
     enough = row.n >= N_MIN and _significant(row)
-    if enough and paper_side(row.lo) and paper_side(row.hi):
-        return Verdict(REPRODUCED, _p_text(row))
-    if enough and other_side(row.lo) and other_side(row.hi):
+    ci_paper = paper_side(row.lo) and paper_side(row.hi)
+    ci_other = other_side(row.lo) and other_side(row.hi)
+    if enough and paper_side(row.estimate) and ci_paper:
+        return _with_size(row, _p_text(row))
+    if enough and other_side(row.estimate) and ci_other:
         return Verdict(CONTRADICTED, f"{_p_text(row)}; {_ci(row)} not {side}")
     if paper_side(row.estimate):
         unmet = [_n_short(row), None if _significant(row) else _p_text(row)]
-        if not (paper_side(row.lo) and paper_side(row.hi)):
+        if not ci_paper:
             unmet.append(f"{_ci(row)} not {side}")
         return Verdict(DIRECTION_ONLY, "; ".join(u for u in unmet if u))
     return Verdict(NOT_IN_DIRECTION, f"estimate {_num(row.estimate)}, not {side}")
@@ -352,12 +411,12 @@ def _directional(row: Row, *, above: bool) -> Verdict:
 
 def _inside(x: float) -> bool:
     lo, hi = EQUIVALENCE_MARGIN
-    return lo <= x <= hi
+    return lo < x < hi
 
 
 def _equivalence(row: Row) -> Verdict:
     lo, hi = EQUIVALENCE_MARGIN
-    margin = f"[{lo}, {hi}]"
+    margin = f"({lo}, {hi})"
     if row.n >= N_MIN and _inside(row.lo) and _inside(row.hi):
         return Verdict(REPRODUCED, f"{_ci(row)} inside {margin}")
     beyond = row.lo > hi or row.hi < lo
@@ -374,21 +433,32 @@ def _equivalence(row: Row) -> Verdict:
 def _success(row: Row) -> Verdict:
     rate, base_rate = row.k_group / row.n_group, row.k_baseline / row.n_baseline
     every = row.k_group == row.n_group
-    if row.n >= N_MIN and every and _significant(row):
+    rates = f"{row.k_group}/{row.n_group} vs {row.k_baseline}/{row.n_baseline}"
+    enough = row.n >= N_MIN and _significant(row)
+    if enough and every and rate > base_rate:
         return Verdict(REPRODUCED, _p_text(row))
+    below = (
+        f"the group fails where the baseline succeeds: {rates}"
+        if row.k_baseline == row.n_baseline
+        else f"{rates}: below the baseline's rate"
+    )
+    if enough and rate < base_rate:
+        return Verdict(CONTRADICTED, f"{_p_text(row)}; {below}")
     if rate > base_rate:
         unmet = [_n_short(row), None if _significant(row) else _p_text(row)]
         if not every:
             unmet.append(f"{row.k_group}/{row.n_group} grokked")
         return Verdict(DIRECTION_ONLY, "; ".join(u for u in unmet if u))
-    rates = f"{row.k_group}/{row.n_group} vs {row.k_baseline}/{row.n_baseline}"
+    if rate < base_rate:
+        return Verdict(NOT_IN_DIRECTION, f"{below}; {_p_text(row)}")
     return Verdict(NOT_IN_DIRECTION, f"{rates}: not above the baseline's rate")
 
 
 def _precedes(row: Row) -> Verdict:
-    if row.n >= N_MIN and _significant(row):
+    in_order = 2 * row.k_group > row.n_group
+    if row.n >= N_MIN and _significant(row) and in_order:
         return Verdict(REPRODUCED, _p_text(row))
-    if 2 * row.k_group > row.n_group:
+    if in_order:
         unmet = [_n_short(row), None if _significant(row) else _p_text(row)]
         return Verdict(DIRECTION_ONLY, "; ".join(u for u in unmet if u))
     return Verdict(NOT_IN_DIRECTION, f"{row.k_group} of {row.n_group} runs in order")

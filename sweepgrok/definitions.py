@@ -31,20 +31,22 @@ DEFINITIONS: tuple[tuple[str, str], ...] = (
     (
         "KM median",
         "Kaplan-Meier median grok time over all runs, censored ones included (the convention of "
-        "R's `survival::survfit`). When fewer than half grok it does not exist: \"> N\", N the "
-        "group's longest run.",
+        "R's `quantile.survfit`). When the KM curve never reaches 0.5 it does not exist: "
+        '"> N", N the group\'s longest run. With censoring that is not "fewer than half grok": '
+        "2 of 5 runs grokking have a median when the other 3 were censored before them.",
     ),
     (
         "speed-up",
-        "baseline KM median / group KM median, with a seeded bootstrap CI, against the baseline "
-        "of the same stratum (the same values of the other grouping keys). \"> x\": the baseline "
-        'has no median and x is a lower bound; "< x" is the mirror case.',
+        "baseline KM median / group KM median, with a seeded 95% percentile bootstrap CI, "
+        "against the baseline of the same stratum (the same values of the other grouping keys). "
+        '"> x": the baseline has no median and x is a lower bound; "< x" is the mirror case.',
     ),
     (
         "p",
-        "two-sided log-rank test of the group against its baseline, by exact permutation (a "
-        "seeded Monte Carlo of 10,000 relabellings, ± its standard error, above 20,000 "
-        "relabellings). **p Holm**: Holm's step-down adjustment over the table's comparisons. "
+        "two-sided log-rank test of the group against its baseline, by permutation: the "
+        "statistic U²/V recomputed for every relabelling, exact when there are at most 20,000 "
+        "relabellings (a seeded Monte Carlo of 10,000 above, ± its standard error). **p Holm**: "
+        "Holm's step-down adjustment over the table's comparisons. "
         "**Paired**: runs matched by seed, the log-rank stratified by seed.",
     ),
     (

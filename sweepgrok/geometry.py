@@ -405,8 +405,9 @@ def _tail_variance(z: Tensor, target_dim: int, basis: Tensor | None = None) -> T
     - the eigenproblem is the smaller Gram matrix (N x N when N < d), so a subsample is cheap.
 
     0 (no gradient) when d* >= d or d* >= N - 1: the covariance has rank <= min(d, N - 1), so
-    the tail is exactly empty. Rounding can make the value a few ulps below 0 when the tail is
-    ~0; it is not clamped, so the gradient stays the true one.
+    the tail is exactly empty. With a gradient, rounding can make the value a few ulps below 0
+    when the tail is ~0; it is not clamped, so the gradient stays the true one. Value only
+    (evaluation, no gradient): `_tail_value`, finite and >= 0.
 
     With ``basis`` Q (..., d, d*) orthonormal, the top-d* sum is ``trace(Q^T C Q) =
     ||Z~ Q||_F^2 / (N-1)`` with Q constant, and autograd gives ``2/(N-1) Z~ (I - Q Q^T)``,
@@ -429,11 +430,51 @@ def _tail_variance(z: Tensor, target_dim: int, basis: Tensor | None = None) -> T
         return given
     zc = _centred(z)
     if not (torch.is_grad_enabled() and z.requires_grad):
-        # Value only (evaluation): eigenvalues without eigenvectors, about half the eigh cost.
-        top = _robust_eigvalsh(_small_gram(zc))[..., -target_dim:]
-        return _total_variance(zc) - top.sum(dim=-1)
+        return _tail_value(zc, target_dim)
     out: Tensor = _TailVariance.apply(zc, target_dim)
     return out
+
+
+TAIL_RECOMPUTE = 1e-2
+"""Value only: a tail below this share of the trace is recomputed in float64 (`_tail_value`)."""
+
+
+def _tail_value(zc: Tensor, target_dim: int) -> Tensor:
+    """The tail of centred ``zc`` (..., N, d), value only (evaluation, 0 < d* < min(d, N-1)):
+    a finite number >= 0 for every finite ``zc``.
+
+    First ``trace(C) - top-d* sum`` in zc's dtype (eigenvalues without eigenvectors, about half
+    the eigh cost). Two things break it in float32, seen on division mod 97 once GeomDR had
+    squeezed the tail: LAPACK's eigvalsh can return NaN for a finite, nearly degenerate Gram
+    (the training path masks that member's step, `_TailVariance`; this one had no guard), and
+    the difference cancels (~d eps trace of rounding) to a slightly negative value when the
+    tail is ~0. Members whose value is not finite or below `TAIL_RECOMPUTE` of the trace are
+    recomputed as the sum of their smallest squared singular values in float64 (`_tail_f64`):
+    no difference is taken, so the value is >= 0. The others keep their bits.
+    """
+    total = _total_variance(zc)
+    top = _robust_eigvalsh(_small_gram(zc))[..., -target_dim:]
+    tail = total - top.sum(dim=-1)
+    redo = ~torch.isfinite(tail) | (tail < TAIL_RECOMPUTE * total)
+    if not bool(redo.any()):  # a host sync: evaluation only
+        return tail
+    tail = tail.clone()
+    tail[redo] = _tail_f64(zc[redo], target_dim).to(tail.dtype)
+    return tail
+
+
+def _tail_f64(zc: Tensor, target_dim: int) -> Tensor:
+    """``sum_{j > d*} s_j^2 / (N-1)`` from the singular values s of centred ``zc`` (B, N, d) in
+    float64: every term a square, so >= 0; a small singular value is accurate to eps ||Z~||,
+    not eps ||Z~||^2 as through the Gram. If the SVD does not converge, the float64 Gram's
+    smallest eigenvalues, each clamped at 0 (their negatives are rounding)."""
+    z64 = zc.double()
+    try:
+        s = torch.linalg.svdvals(z64)  # descending
+        return s[..., target_dim:].square().sum(dim=-1) / (zc.shape[-2] - 1)
+    except torch.linalg.LinAlgError:
+        low = _robust_eigvalsh(_small_gram(z64))[..., :-target_dim]  # ascending
+        return low.clamp_min(0.0).sum(dim=-1)
 
 
 def geomdr_lambda(step: int, cfg: GeomDRConfig) -> float:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis import provenance
 from analysis.accelerators import ARM_KEY, arm, main
 from sweepgrok.config import Config, flatten, update
 from sweepgrok.sink import ParquetSink
@@ -65,6 +66,9 @@ def test_each_arm_is_compared_with_its_own_architecture(tmp_path: Path) -> None:
     assert table.loc[("mlp", "geomdr"), "speedup"] == 2150 / 1150
     assert (out / "figures" / "survival.png").stat().st_size > 0
     assert "arm" in (out / "report.md").read_text()
+    # The fixture's run rows hold no provenance: runs.csv says so rather than guessing.
+    runs = pd.read_csv(out / "runs.csv")
+    assert set(runs["git_commit"]) == set(runs["sweepgrok_version"]) == {provenance.UNKNOWN}
 
 
 def test_a_missing_sweep_exits_2(tmp_path: Path, capsys) -> None:

@@ -4,12 +4,13 @@ comparisons, one Holm family, the verdicts, the cells), written between its mark
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from analysis import claims, verdicts
+from analysis import claims, quoted, verdicts
 from analysis.claims import BEGIN, END, Claim
 
 REPORT = """# Report
@@ -78,14 +79,14 @@ CLAIMS = (
           measure="deff_final"),
 )  # fmt: skip
 EXPECTED = (
+    verdicts.SIZE_NOT,  # 4.56x against the paper's 22x
     verdicts.REPRODUCED,
-    verdicts.REPRODUCED,
-    verdicts.REPRODUCED,
+    verdicts.SIZE_NOT,  # the bound > 22.22x is past the paper's 22x
     verdicts.REPRODUCED,
     verdicts.NOT_TESTED,
     verdicts.DIRECTION_ONLY,
     verdicts.REPRODUCED,
-    verdicts.REPRODUCED,
+    verdicts.DIRECTION_REPRODUCED,  # no factor in the paper
     verdicts.REPRODUCED,
     verdicts.NOT_TESTED,
 )
@@ -103,35 +104,40 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> list[list[str]]:
 
 def test_every_claim_gets_its_verdict(table: list[list[str]]) -> None:
     assert len(table) == len(CLAIMS)
-    verdict_words = [cells[3].split("**")[1] for cells in table]
+    verdict_words = [cells[5].split("**")[1] for cells in table]
     assert verdict_words == list(EXPECTED)
 
 
 def test_the_cells_carry_the_estimate_ci_n_and_the_papers_number(table) -> None:
-    claim, paper, ours, verdict = table[0]
+    claim, paper, ours, fits, when, verdict = table[0]
     assert (claim, paper) == ("Sphere faster (`mysweep`)", "22x")
     # Medians 1,025 and 225 (R's midpoint convention at S = 0.5): 4.56x.
     assert ours.startswith("grok at 0.95: 4.56x [")
-    assert "the CI is below the paper's 22x" in ours
+    assert fits.startswith("no (the paper's 22x; CI [")
+    assert when == "post hoc"  # a Claim is post hoc unless it says otherwise
     assert "norm=layernorm 1,025 (n = 8) vs norm=sphere 225 (n = 8)" in ours
-    assert verdict.startswith("**reproduced** (p Holm = ")
+    assert ours.endswith("; code unknown (before provenance)")  # the fixture has no git_commit
+    assert verdict.startswith("**direction reproduced, size not** (p Holm = ")
+    assert "the paper's 22x outside CI" in verdict
+    assert table[1][3] == "- (no factor in the paper)"
 
 
 def test_a_censored_baseline_is_a_bound(table) -> None:
     ours = table[2][2]
-    assert ours.startswith("grok at 0.95: > 22.22x (a bound), the bound is above the paper's 22x")
+    assert ours.startswith("grok at 0.95: > 22.22x (a bound); KM medians")
+    assert table[2][3] == "no (the paper's 22x; ours a bound, > 22.22x)"
     assert "norm=none > 5,000 (n = 8)" in ours
-    assert table[4][3] == "**not tested** (the baseline does not grok within the budget)"
+    assert table[4][5] == "**not tested** (the baseline does not grok within the budget)"
 
 
 def test_the_other_kinds_cells(table) -> None:
     assert table[3][2].startswith("grokked at 0.95: 0/8 (norm=none) vs 8/8 (norm=sphere); Fisher p")
-    assert table[5][3] == "**direction only** (n = 3 < 8)"
+    assert table[5][5] == f"**{verdicts.DIRECTION_ONLY}** (n = 3 < 8)"
     assert table[6][2].startswith("8 of 8 runs with collapse_to_grok_95 > 0")
     assert "sign test p = 0.0039" in table[6][2]
     assert table[7][2].startswith("collapse_step: ratio of medians 8.00x [8.00, 8.00]")
     assert "lowest run 0.70" in table[8][2]
-    assert table[9][3] == "**not tested** (no deff_final column in runs.csv)"
+    assert table[9][5] == "**not tested** (no deff_final column in runs.csv)"
 
 
 def test_holm_runs_over_the_tested_rows_of_the_whole_table(table) -> None:
@@ -194,6 +200,16 @@ def test_the_reports_claims_point_at_committed_summaries() -> None:
         assert claim.baseline or claim.kind == "precedes"
 
 
+def test_every_claim_says_planned_or_post_hoc_with_its_evidence() -> None:
+    for claim in claims.CLAIMS:
+        assert claim.when, claim.text
+    cells = [claims.planned_cell(c) for c in claims.CLAIMS]
+    assert all(c.startswith(("planned (", "post hoc (")) for c in cells)
+    # The second Fourier row came after the paper-1 twin's summary was committed.
+    second = next(c for c in claims.CLAIMS if "uniform vs softmax" in c.text)
+    assert not second.planned
+
+
 def test_cells_keep_fractions_and_round_steps() -> None:
     """A measure in [0, 1] (Fourier concentration) keeps two decimals; steps are integers."""
     from analysis.claims import _num
@@ -210,3 +226,40 @@ def test_the_committed_claims_table_is_what_the_summaries_give() -> None:
     text = report.read_text()
     table = claims.claims_table(claims.CLAIMS, claims.HERE / "reproduction")
     assert claims.with_table(text, table) == text, "run: python -m analysis.claims"
+
+
+# ---------------------------------------------------------------- quoted figures
+
+
+def test_every_quoted_figure_matches_its_summary() -> None:
+    """The run-derived numbers of the prose (REPRODUCTION.md, README.md, the accelerators'
+    README) equal what analysis.quoted computes from the committed summaries, and every copied
+    report-table row is a row of a committed report.md (run: python -m analysis.quoted)."""
+    assert quoted.stale() == []
+    assert quoted.copied_rows() == []
+
+
+def test_a_stale_figure_or_row_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for doc in (quoted.REPRODUCTION, quoted.ACCELERATORS, "README.md"):
+        (tmp_path / doc).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / doc).write_text((quoted.ROOT / doc).read_text())
+    report = tmp_path / quoted.REPRODUCTION
+    text = report.read_text()
+    assert text.count("**GeomDR (tail)** 3.57x") == 1
+    report.write_text(text.replace("**GeomDR (tail)** 3.57x", "**GeomDR (tail)** 3.58x"))
+    monkeypatch.setattr(quoted, "ROOT", tmp_path)
+    assert quoted.stale() == [
+        f"{quoted.REPRODUCTION}: **GeomDR (tail)** 3.57x [2.39, 4.14] sooner than the baseline, "
+        "whose 4,100-step median"
+    ]
+    row = "| 4,262 ± 201 |"
+    assert report.read_text().count(row) == 1
+    report.write_text(report.read_text().replace(row, "| 4,263 ± 201 |"))
+    assert [r.split(" | ")[0] for r in quoted.copied_rows()] == ["| false"]
+
+
+def test_docs_reproduction_refers_to_the_report_instead_of_copying_figures() -> None:
+    """docs/reproduction.md names where the numbers are; it quotes none (one source)."""
+    text = (quoted.ROOT / "docs" / "reproduction.md").read_text()
+    assert "analysis/REPRODUCTION.md" in text
+    assert re.findall(r"\d\.\d+x|\d,\d{3} steps|p = 0\.\d", text) == []

@@ -1,0 +1,205 @@
+"""The run-derived numbers quoted in prose (README.md, analysis/REPRODUCTION.md,
+analysis/accelerators/README.md), each computed from the committed summary it comes from.
+
+    python -m analysis.quoted      # prints every quote that is missing or stale
+
+The claims table is generated (`analysis.claims`); prose around it quotes figures by hand. Each
+`Quote` names a document and a function that writes the text the document must contain,
+from the committed ``groups_95.csv`` / ``runs.csv`` files, so a number that no longer matches
+its summary fails `tests/test_claims.py` instead of drifting. Whitespace is compared collapsed
+(prose wraps). The per-sweep tables of REPRODUCTION.md are rows of that sweep's generated
+``report.md`` (`copied_rows`).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SUMMARIES = HERE / "reproduction"
+REPRODUCTION = "analysis/REPRODUCTION.md"
+ACCELERATORS = "analysis/accelerators/README.md"
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A text one document must contain, computed from committed summaries."""
+
+    doc: str
+    """The document, relative to the repository root."""
+    text: Callable[[], str]
+    """The quoted text, from the summaries."""
+
+
+def groups(sweep: str) -> pd.DataFrame:
+    """A committed groups_95.csv (``../accelerators`` for the accelerator comparison)."""
+    return pd.read_csv(SUMMARIES / sweep / "groups_95.csv")
+
+
+def line(sweep: str, label: str) -> pd.Series:
+    """The group line with this label (sweepgrok's group label)."""
+    table = groups(sweep)
+    return table[table["label"] == label].iloc[0]
+
+
+def steps(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+def ratio(g: pd.Series, unit: str = "x") -> str:
+    """'3.57x [2.39, 4.14]': the speed-up and its CI, two decimals."""
+    return f"{g['speedup']:.2f}{unit} [{g['speedup_lo']:.2f}, {g['speedup_hi']:.2f}]"
+
+
+def p2(x: float) -> str:
+    return f"{x:.2g}"
+
+
+P2 = "repro2_paper2_cpu"
+P2_BASE = "GeomDR=false, GeomDR penalty=tail, budget=6000"
+P2_GEOMDR = "GeomDR=true, GeomDR penalty=tail, budget=6000"
+SUB = "repro2_subsample_cpu"
+ACC = "../accelerators"
+
+
+def _sphere_row(wd: int) -> str:
+    runs = pd.read_csv(SUMMARIES / "paper1_sphere" / "runs.csv")
+    t = runs.loc[runs["optim.weight_decay"] == wd, "grok_step_95"]
+    return f"| wd {wd} | {t.size} | {steps(t.mean())} ± {steps(t.std(ddof=1))} |"
+
+
+def _grokked(sweep: str) -> str:
+    runs = pd.read_csv(SUMMARIES / sweep / "runs.csv")
+    return f"{int(runs['grok_step_95'].notna().sum())} of {len(runs)} runs grokked"
+
+
+def _acc_row(arch: str, arm: str) -> str:
+    table = groups(ACC)
+    g = table[(table["model.arch"] == arch) & (table["accelerator.arm"] == arm)].iloc[0]
+    name = "Transformer" if arch == "transformer" else "MLP"
+    km = f"> {steps(g['steps_run_max'])}" if pd.isna(g["km_median"]) else steps(g["km_median"])
+    if arm == "baseline":
+        speed, p = "-", "-"
+    else:
+        speed = (
+            f"< {g['speedup_bound']:.2f}"
+            if pd.isna(g["km_median"])
+            else f"{g['speedup']:.2f} [{g['speedup_lo']:.2f}, {g['speedup_hi']:.2f}]"
+        )
+        p = p2(g["p_holm"])
+    shown = "plain" if arm == "baseline" else arm
+    return f"| {name} | {shown} | {g['n_grokked']}/{g['n']} | {km} | {speed} | {p} |"
+
+
+def _acc(arm: str) -> pd.Series:
+    table = groups(ACC)
+    return table[(table["model.arch"] == "transformer") & (table["accelerator.arm"] == arm)].iloc[0]
+
+
+ACC_ROWS = [
+    ("transformer", a)
+    for a in ("baseline", "sphere", "uniform", "geomdr", "grokfast", "stablemax_perp",
+              "stablemax_perp+wd0")
+] + [("mlp", a) for a in ("baseline", "geomdr", "grokfast", "stablemax_perp",
+                          "stablemax_perp+wd0")]  # fmt: skip
+
+QUOTES: tuple[Quote, ...] = (
+    # Paper 1 at paper size.
+    Quote(REPRODUCTION, lambda: f"All {len(pd.read_csv(SUMMARIES / 'paper1_sphere' / 'runs.csv'))}"
+          " runs grokked"),
+    Quote(REPRODUCTION, lambda: _sphere_row(1)),
+    Quote(REPRODUCTION, lambda: _sphere_row(0)),
+    Quote(REPRODUCTION, lambda: "ratio of KM medians "
+          f"{ratio(line('paper1_sphere', 'wd=0'), '')} (exact p = "
+          f"{p2(line('paper1_sphere', 'wd=0')['p'])})"),
+    # The paper-1 twin.
+    Quote(REPRODUCTION, lambda: _grokked("repro2_paper1_cpu")),
+    # Paper 2's MLP twin.
+    Quote(REPRODUCTION, lambda: f"**GeomDR (tail)** {ratio(line(P2, P2_GEOMDR))} sooner than the "
+          f"baseline, whose {steps(line(P2, P2_BASE)['km_median'])}-step median"),
+    Quote(REPRODUCTION, lambda: "(trace) speeds grokking up "
+          f"{ratio(line(P2, 'GeomDR=true, GeomDR penalty=trace, budget=3000'))}"),
+    Quote(REPRODUCTION, lambda: "(tail_fraction) "
+          f"{ratio(line(P2, 'GeomDR=true, GeomDR penalty=tail_fraction, budget=6000'))}"),
+    Quote(REPRODUCTION, lambda: f"at a median {steps(line(P2, P2_GEOMDR)['collapse_median'])} "
+          f"steps against {steps(line(P2, P2_BASE)['collapse_median'])} without it"),
+    Quote(REPRODUCTION, lambda: "median gap "
+          f"{steps(line(P2, P2_GEOMDR)['collapse_to_grok_median'])} steps"),
+    Quote(REPRODUCTION, lambda: "8, median gap "
+          f"{steps(line(P2, P2_BASE)['collapse_to_grok_median'])} steps; a post-hoc row"),
+    Quote(REPRODUCTION, lambda: "The gap is not narrower with GeomDR ("
+          f"{steps(line(P2, P2_GEOMDR)['collapse_to_grok_median'])} against "
+          f"{steps(line(P2, P2_BASE)['collapse_to_grok_median'])} steps"),
+    Quote(REPRODUCTION, lambda: "the twin's baseline groks at a KM median of "
+          f"{steps(line(P2, P2_BASE)['km_median'])} steps"),
+    # Division, subsample, the Transformer.
+    Quote(REPRODUCTION, lambda: "KM medians "
+          f"{steps(line('repro2_division_cpu', 'GeomDR=false')['km_median'])} without GeomDR and "
+          f"{steps(line('repro2_division_cpu', 'GeomDR=true')['km_median'])} with it: "
+          f"{ratio(line('repro2_division_cpu', 'GeomDR=true'))}, exact p = "
+          f"{p2(line('repro2_division_cpu', 'GeomDR=true')['p'])}"),
+    Quote(REPRODUCTION, lambda: "KM medians "
+          f"{steps(line(SUB, 'subsample=1')['km_median'])} (all), "
+          f"{steps(line(SUB, 'subsample=0.25')['km_median'])} (25%), "
+          f"{steps(line(SUB, 'subsample=0.1')['km_median'])} (10%); means "
+          f"{steps(line(SUB, 'subsample=1')['grok_mean'])}, "
+          f"{steps(line(SUB, 'subsample=0.25')['grok_mean'])}, "
+          f"{steps(line(SUB, 'subsample=0.1')['grok_mean'])}. The ratios "
+          f"{ratio(line(SUB, 'subsample=0.25'))} and {ratio(line(SUB, 'subsample=0.1'))}"),
+    Quote(REPRODUCTION, lambda: f"KM medians {steps(_acc('baseline')['km_median'])} (baseline) "
+          f"and {steps(_acc('geomdr')['km_median'])} (GeomDR), {ratio(_acc('geomdr'))}, p = "
+          f"{p2(_acc('geomdr')['p'])}, {_acc('geomdr')['n_grokked']} of 8 grokked in each arm"),
+    # The accelerator comparison, and README's summary of it.
+    *(Quote(ACCELERATORS, partial(_acc_row, *a)) for a in ACC_ROWS),
+    Quote("README.md", lambda: f"the sphere groks {ratio(_acc('sphere'))} sooner than the plain "
+          f"model, uniform attention {_acc('uniform')['speedup']:.2f}x"),
+)  # fmt: skip
+"""Every quoted run-derived figure, with its source."""
+
+
+def _collapsed(text: str) -> str:
+    return " ".join(text.split())
+
+
+def stale() -> list[str]:
+    """The quotes a document lacks (the text it should hold, per document)."""
+    docs: dict[str, str] = {}
+    missing = []
+    for quote in QUOTES:
+        if quote.doc not in docs:
+            docs[quote.doc] = _collapsed((ROOT / quote.doc).read_text())
+        want = _collapsed(quote.text())
+        if want not in docs[quote.doc]:
+            missing.append(f"{quote.doc}: {want}")
+    return missing
+
+
+ROW = re.compile(r"^\| .* \| \d+/\d+ \d+% \[\d+%, \d+%\] \|.*\|$")
+"""A group row of a `sweepgrok report` table (its 'grokked [95% CI]' cell)."""
+
+
+def copied_rows(doc: str = REPRODUCTION) -> list[str]:
+    """The report-table rows of `doc` that no committed report.md holds (stale copies)."""
+    reports = "\n".join(p.read_text() for p in sorted(HERE.glob("**/report.md")))
+    known = set(reports.splitlines())
+    rows = [r for r in (ROOT / doc).read_text().splitlines() if ROW.match(r)]
+    return [r for r in rows if r not in known]
+
+
+def main() -> int:
+    problems = stale() + [f"{REPRODUCTION}: not in any report.md: {r}" for r in copied_rows()]
+    for problem in problems:
+        print(problem)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
