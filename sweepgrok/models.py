@@ -112,6 +112,18 @@ def gather_rows(table: Tensor, idx: Tensor) -> Tensor:
     return rows.view(*idx.shape, *table.shape[2:])
 
 
+def per_example_scores(table: Tensor, idx: Tensor) -> bool:
+    """Whether softmax attention from tables (``Block._attention_table``) computes each
+    example's scores from its gathered query and key rows instead of gathering them from the
+    (E, R_q R, H) table of every pair: on CUDA, while the key/value rows are one-hot products
+    (gather_rows). Why: the pair table has R_q R = 39K rows at Z_113, and deterministic
+    index_select's backward on it was 47% of a one-seed paper-1 step's GPU time on an H200
+    (0.67 of 1.43 ms); the per-example scores cost 3 S d multiply-adds per example, and their
+    gathers' backward is a GEMM. On a CPU, and at large E (index_select rows), the pair table
+    stays (CPU numerics are pinned by the golden tests)."""
+    return table.is_cuda and idx.numel() * table.shape[1] * table.element_size() <= ONE_HOT_BYTES
+
+
 def gather_rows_one_hot(table: Tensor, idx: Tensor) -> Tensor:
     """gather_rows as one batched product (E, M, R) one-hot @ (E, R, F): exact in float32
     (each output is one entry times 1; torch's default float32 matmul precision, no TF32).
@@ -256,6 +268,8 @@ class Block(nn.Module):
         e, r, d = table.shape
         n, s, sq = idx.shape[1], idx.shape[2], q_idx.shape[2]
         nh, dh = self.n_heads, d // self.n_heads
+        if per_example_scores(table, idx):
+            return self._attention_rows(table, idx, q_idx, q_lo, attn)
         q = bmm(table[:, q_lo:], self.w_q).view(e, r - q_lo, nh, dh)  # (E, R_q, H, dh)
         k = bmm(table, self.w_k).view(e, r, nh, dh)  # (E, R, H, dh)
         scores = torch.einsum("eqhc,ekhc->eqkh", q, k) / math.sqrt(dh)  # (E, R_q, R, H)
@@ -267,6 +281,24 @@ class Block(nn.Module):
         v = gather_rows(bmm(table, self.w_v), idx).view(e, n, s, nh, dh)  # (E, N, S, H, dh)
         # Weighted sum over the S = 3 keys as a broadcast product: einsum would route it to
         # N * H bmm calls of (S' x 3) @ (3 x dh).
+        z = (w.unsqueeze(-1) * v.unsqueeze(2)).sum(3)  # (E, N, S', H, dh)
+        return bmm(z.reshape(e, n, sq, d), self.w_o)
+
+    def _attention_rows(
+        self, table: Tensor, idx: Tensor, q_idx: Tensor, q_lo: int, attn: list[Tensor] | None
+    ) -> Tensor:
+        """``_attention_table`` with each example's scores from its gathered query and key rows
+        (per_example_scores says where): the same products, summed per example."""
+        e, _, d = table.shape
+        n, s, sq = idx.shape[1], idx.shape[2], q_idx.shape[2]
+        nh, dh = self.n_heads, d // self.n_heads
+        q = gather_rows(bmm(table[:, q_lo:], self.w_q), q_idx - q_lo).view(e, n, sq, nh, dh)
+        kv = gather_rows(torch.cat([bmm(table, self.w_k), bmm(table, self.w_v)], -1), idx)
+        k, v = kv[..., :d].reshape(e, n, s, nh, dh), kv[..., d:].reshape(e, n, s, nh, dh)
+        scores = (q.unsqueeze(3) * k.unsqueeze(2)).sum(-1) / math.sqrt(dh)  # (E, N, S', S, H)
+        w = scores.softmax(3)
+        if attn is not None:
+            attn.append(w[:, :, -1].transpose(2, 3))
         z = (w.unsqueeze(-1) * v.unsqueeze(2)).sum(3)  # (E, N, S', H, dh)
         return bmm(z.reshape(e, n, sq, d), self.w_o)
 

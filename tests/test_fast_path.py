@@ -101,3 +101,42 @@ def test_fast_path_members_do_not_mix():
         for p in model.parameters():
             p[0].normal_()
     torch.testing.assert_close(model(x)[1], before, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(("norm", "layers", "e"), [("layernorm", 1, 1), ("sphere", 1, 3),
+                                                   ("none", 2, 3), ("rmsnorm", 2, 1)])
+def test_per_example_scores_compute_the_plain_path(monkeypatch, norm, layers, e):
+    """The scores of each example from its own query and key rows (the CUDA variant of the
+    table path, forced here on the CPU) give the plain path's function, gradients included."""
+    import sweepgrok.models as models
+
+    monkeypatch.setattr(models, "per_example_scores", lambda table, idx: True)
+    _compare(norm, "softmax", "linear", layers, e, torch.float64, rtol=1e-10, atol=1e-12)
+
+
+def test_per_example_scores_give_the_table_paths_attention_weights(monkeypatch):
+    import sweepgrok.models as models
+
+    cfg = from_flat({**SMALL, "model.norm": "layernorm"})
+    model = build_model(cfg, [3, 4]).double()
+    x, _ = _inputs(cfg, 2)
+    table_attn: list[torch.Tensor] = []
+    model(x, attn=table_attn)
+    monkeypatch.setattr(models, "per_example_scores", lambda table, idx: True)
+    rows_attn: list[torch.Tensor] = []
+    model(x, attn=rows_attn)
+    assert len(rows_attn) == len(table_attn) == 1
+    torch.testing.assert_close(rows_attn[0], table_attn[0], rtol=1e-12, atol=1e-14)
+
+
+def test_per_example_scores_are_used_only_on_cuda_while_gathers_are_products():
+    from sweepgrok.models import ONE_HOT_BYTES, per_example_scores
+
+    table = torch.zeros(2, 342, 128)
+    assert not per_example_scores(table, torch.zeros(2, 3830, 3, dtype=torch.long))
+    if torch.cuda.is_available():
+        small = torch.zeros(2, 3830, 3, dtype=torch.long, device="cuda")
+        assert per_example_scores(table.cuda(), small)
+        n = ONE_HOT_BYTES // (342 * 4) + 1  # one index more than the one-hot bound allows
+        assert not per_example_scores(table.cuda(), torch.zeros(n, dtype=torch.long,
+                                                                 device="cuda").view(1, n, 1))
