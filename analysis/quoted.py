@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from sweepgrok.survival import km_median
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SUMMARIES = HERE / "reproduction"
@@ -76,6 +78,21 @@ def _sphere_row(wd: int) -> str:
     return f"| wd {wd} | {t.size} | {steps(t.mean())} ± {steps(t.std(ddof=1))} |"
 
 
+def _layernorm_h200() -> str:
+    runs = pd.read_csv(SUMMARIES / "paper1_layernorm_h200" / "runs.csv")
+    grokked = runs[~runs["censored"]]["grok_step"]
+    censored = runs[runs["censored"]]
+    times = runs["grok_step"].fillna(runs["steps_run"]).to_numpy(float)
+    km = km_median(times, runs["censored"].to_numpy(bool))
+    last = ", ".join(f"seed {s} censored at {steps(t)}"
+                     for s, t in zip(censored["train.seed"], censored["steps_run"], strict=True))
+    end = steps(runs["steps_run"].max())
+    return (f"{grokked.size} of {len(runs)} seeds grokked by step {end}: "
+            f"mean {steps(grokked.mean())} ± {steps(grokked.std(ddof=1))} (n = {grokked.size}) "
+            f"against the published 54,160 ± 13,490; Kaplan-Meier median {steps(km)} "
+            f"(n = {len(runs)}, {last}).")
+
+
 def _grokked(sweep: str) -> str:
     runs = pd.read_csv(SUMMARIES / sweep / "runs.csv")
     return f"{int(runs['grok_step_95'].notna().sum())} of {len(runs)} runs grokked"
@@ -115,6 +132,7 @@ QUOTES: tuple[Quote, ...] = (
     # Paper 1 at paper size.
     Quote(REPRODUCTION, lambda: f"All {len(pd.read_csv(SUMMARIES / 'paper1_sphere' / 'runs.csv'))}"
           " runs grokked"),
+    Quote(REPRODUCTION, _layernorm_h200),
     Quote(REPRODUCTION, lambda: _sphere_row(1)),
     Quote(REPRODUCTION, lambda: _sphere_row(0)),
     Quote(REPRODUCTION, lambda: "ratio of KM medians "

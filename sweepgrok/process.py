@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 
 import torch
 
@@ -26,6 +27,12 @@ def configure_process(train: TrainConfig, default_threads: int | None = None) ->
     threads = train.threads or default_threads
     if threads:
         torch.set_num_threads(threads)
+    if train.deterministic:
+        # cuBLAS picks its algorithms by the workspace it has; a fixed workspace per handle
+        # and stream (PyTorch's documented setting for deterministic cuBLAS) keeps a captured
+        # CUDA graph's products the eager step's. Read when cuBLAS first runs: a no-op on a
+        # CPU, and where the caller set it or cuBLAS already ran.
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(train.deterministic, warn_only=True)
     # Deterministic mode also fills every torch.empty with NaN (to expose reads of
     # uninitialised memory): one more kernel per allocation, which nothing here needs.
