@@ -23,6 +23,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
 import pandas as pd
 import pytest
 import torch
@@ -183,7 +184,7 @@ def comparable(metrics: pd.DataFrame) -> pd.DataFrame:
     return rows.reset_index(drop=True)
 
 
-@pytest.mark.timeout(400)
+@pytest.mark.timeout(400)  # 93-131 s measured (2 cores shared with other work)
 def test_chaos_soak_every_run_once_and_equal_to_an_uninterrupted_run(
     tmp_path: Path, ray_env: dict[str, str]
 ) -> None:
@@ -203,6 +204,9 @@ def test_chaos_soak_every_run_once_and_equal_to_an_uninterrupted_run(
     got = comparable(read_metrics(sweep_dir))
     want = comparable(reference(grid, runs, tmp_path / "reference"))
     pd.testing.assert_frame_equal(got, want)
-    failed = {t: failures(sweep_dir, t) for t in chaos.killed}
+    # Not vacuous: Tune saw trials fail. (Not one failure per kill: a worker killed just
+    # after its trial's last report, before Tune reused it, may fail no trial.)
+    failed = {t: n for t in runs["trial_id"] if (n := failures(sweep_dir, t))}
+    assert failed, chaos.killed
     redone = len(raw_rows(sweep_dir, "metrics")) - len(got)
     print(f"chaos: killed {chaos.killed}, Tune counted failures {failed}, {redone} evals redone")
