@@ -34,7 +34,7 @@ from test_tune_e2e import assert_exactly_once, raw_rows
 
 from sweepgrok.config import Config, from_flat
 from sweepgrok.heartbeat import read as read_heartbeat
-from sweepgrok.sink import ParquetSink, read_metrics
+from sweepgrok.sink import ParquetSink, read_metrics, read_runs
 from sweepgrok.spaces import load_grid
 from sweepgrok.trainer import train
 from sweepgrok.tune.callback import TUNE_DIR
@@ -163,7 +163,7 @@ def phase_two(cluster: Cluster, resume: str, storage: Path, chaos: Chaos, log: P
 
 def reference(grid: Path, runs: pd.DataFrame, out: Path) -> pd.DataFrame:
     """Each run's metrics from an uninterrupted train() of its trial config at one thread
-    (what a one-CPU trial uses), under the run's own id."""
+    (what a one-CPU trial uses), under the run's own id (its run rows go to `out` too)."""
     by_seed = {t.flat["train.seed"]: t.flat for t in load_grid(grid).trials}
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -181,6 +181,12 @@ def reference(grid: Path, runs: pd.DataFrame, out: Path) -> pd.DataFrame:
 def comparable(metrics: pd.DataFrame) -> pd.DataFrame:
     """The deterministic columns (all but wall time), in one order."""
     rows = metrics.drop(columns=["wall_time"]).sort_values(["run_id", "step"])
+    return rows.reset_index(drop=True)
+
+
+def how_ended(runs: pd.DataFrame) -> pd.DataFrame:
+    """Each run's final status, steps run and grok step, by run id."""
+    rows = runs[["run_id", "status", "steps_run", "grok_step"]].sort_values("run_id")
     return rows.reset_index(drop=True)
 
 
@@ -202,8 +208,10 @@ def test_chaos_soak_every_run_once_and_equal_to_an_uninterrupted_run(
     assert sorted(runs["train.seed"]) == list(range(1, TRIALS + 1))
     assert len(chaos.killed) == sum(KILLS)
     got = comparable(read_metrics(sweep_dir))
-    want = comparable(reference(grid, runs, tmp_path / "reference"))
+    ref = tmp_path / "reference"
+    want = comparable(reference(grid, runs, ref))
     pd.testing.assert_frame_equal(got, want)
+    pd.testing.assert_frame_equal(how_ended(runs), how_ended(read_runs(ref)))
     # Not vacuous: Tune saw trials fail. (Not one failure per kill: a worker killed just
     # after its trial's last report, before Tune reused it, may fail no trial.)
     failed = {t: n for t in runs["trial_id"] if (n := failures(sweep_dir, t))}
