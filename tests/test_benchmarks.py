@@ -289,3 +289,10 @@ def test_gpu_summary_counts_the_grid_runs_by_status_and_device(tmp_path):
     (line,) = gpu_summary.grid_lines(tmp_path / "g")
     assert line == ("Ray grid (g): 3 runs, statuses {'grokked': 1, 'censored': 2}, "
                     "device {'cuda': 3}")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without CUDA")
+def test_profile_step_says_it_needs_cuda_on_a_cpu():
+    run = subprocess.run([sys.executable, "-m", "benchmarks.profile_step", "--members", "1"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and "profile_step needs a CUDA device" in run.stderr
