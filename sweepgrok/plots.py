@@ -399,7 +399,7 @@ def _draw_runs(
             _mark(ax, curve, [step], event, color)
 
 
-_GROK_TIMES_WIDTH = 4.2
+_GROK_TIMES_WIDTH = 3.6
 """Plot area width (inches) of grok_times: long group labels widen the figure, not this."""
 
 
