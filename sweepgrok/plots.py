@@ -633,7 +633,7 @@ def progress_curves(
         if not drawn:
             ax.text(0.5, 0.5, "not recorded", ha="center", va="center", transform=ax.transAxes,
                     color="0.4")
-        ax.set_ylabel(ylabel)
+        ax.set_ylabel(_wrap(ylabel, 16))  # at paper type sizes a long label outgrows a panel
         _set_steps(ax, *steps)
     axes[2].set_ylim(-0.02, 1.02)  # a share
     for ax in axes[3:]:
