@@ -20,8 +20,15 @@ import pandas as pd
 
 from sweepgrok import definitions, stats
 from sweepgrok.provenance import git_commit, package_version
-from sweepgrok.report import COLLAPSE_TITLE, ReportContent, figures_title, table_title
-from sweepgrok.tables import display_rows, legend
+from sweepgrok.report import (
+    COLLAPSE_TITLE,
+    ReportContent,
+    caption,
+    figures_title,
+    table_legend,
+    table_title,
+)
+from sweepgrok.tables import display_rows
 
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222;
@@ -77,27 +84,27 @@ def _analysis_tables(content: ReportContent) -> list[str]:
     for theta, frame in content.tables.items():
         headers, rows = display_rows(frame, content.keys)
         parts += [f"<h2>{html.escape(table_title(theta))}</h2>", table(headers, rows)]
-        parts += [f'<p class="legend">{html.escape(legend(theta, frame))}</p>']
+    parts += [f'<p class="legend">{html.escape(table_legend(content))}</p>']  # once
     if content.collapse:
         parts += [f"<h2>{html.escape(COLLAPSE_TITLE)}</h2>", table(*content.collapse)]
     return parts
 
 
-def _figure(path: Path) -> str:
-    name = html.escape(path.stem)
+def _figure(path: Path, threshold: float) -> str:
+    text = html.escape(caption(path, threshold))
     mime = _MIME.get(path.suffix.lower())
     if mime is None:
         return f'<p class="note">{html.escape(path.name)}: not shown here (see figures/).</p>'
     data = base64.b64encode(path.read_bytes()).decode("ascii")
     return (
-        f'<figure><img src="data:{mime};base64,{data}" alt="{name}">'
-        f"<figcaption>{name}</figcaption></figure>"
+        f'<figure><img src="data:{mime};base64,{data}" alt="{text}">'
+        f"<figcaption>{text}</figcaption></figure>"
     )
 
 
 def _figures(content: ReportContent) -> list[str]:
     return [f"<h2>{html.escape(figures_title(content.threshold))}</h2>"] + [
-        _figure(p) for p in content.figures
+        _figure(p, content.threshold) for p in content.figures
     ]
 
 
@@ -130,37 +137,49 @@ def _run_rows(rows: pd.DataFrame, varying: Sequence[str], threshold: float) -> l
     return cells
 
 
-def _configs(content: ReportContent) -> list[str]:
-    """Keys every run shares in one table, then per group each run with the keys that vary."""
+def config_sections(
+    content: ReportContent,
+) -> tuple[list[list[str]], list[str], list[tuple[str, list[list[str]]]]]:
+    """(key-value rows every run shares, headers of the per-run rows, per group its label and
+    its runs' rows with the keys that vary): the config section of both reports."""
     summary, theta = content.summary, content.threshold
     keys = (["sweep"] if "sweep" in summary else []) + stats.config_keys(summary)
     shared = [k for k in keys if summary[k].astype(str).nunique(dropna=False) <= 1]
     varying = [k for k in keys if k not in shared]
+    pairs = [[k, stats.format_value(summary[k].iloc[0])] for k in shared]
+    headers = ["run", "status", "steps run", f"grok step (≥ {theta:g})", *varying]
+    groups = [
+        (stats.group_label(content.keys, values), _run_rows(rows, varying, theta))
+        for values, rows in stats.iter_groups(summary, content.keys)
+    ]
+    return pairs, headers, groups
+
+
+def _configs(content: ReportContent) -> list[str]:
+    """Keys every run shares in one table, then per group each run with the keys that vary."""
+    pairs, headers, groups = config_sections(content)
     parts = ['<h2 id="runs">Config of every run</h2>']
-    if shared:
-        pairs = [[k, stats.format_value(summary[k].iloc[0])] for k in shared]
+    if pairs:
         parts += [
-            f"<details><summary>Shared by all {len(summary)} runs ({len(shared)} keys)"
+            f"<details><summary>Shared by all {len(content.summary)} runs ({len(pairs)} keys)"
             f"</summary>{table(['key', 'value'], pairs)}</details>"
         ]
-    headers = ["run", "status", "steps run", f"grok step (≥ {theta:g})", *varying]
-    for values, rows in stats.iter_groups(summary, content.keys):
-        label = html.escape(stats.group_label(content.keys, values))
+    for label, rows in groups:
         parts += [
-            f"<details><summary>{label}: {len(rows)} run(s)</summary>"
-            f"{table(headers, _run_rows(rows, varying, theta))}</details>"
+            f"<details><summary>{html.escape(label)}: {len(rows)} run(s)</summary>"
+            f"{table(headers, rows)}</details>"
         ]
     return parts
 
 
-def provenance(content: ReportContent, command: str) -> list[tuple[str, str]]:
-    """(what, value) rows saying how the report was made; folders by name only."""
+def provenance(content: ReportContent, command: str) -> list[list[str]]:
+    """[what, value] rows saying how the report was made; folders by name only."""
     return [
-        ("sweepgrok version", package_version("sweepgrok") or "unknown"),
-        ("git commit", git_commit() or "unknown (not run from a git checkout)"),
-        ("command", command or "-"),
-        ("made", datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")),
-        ("sweeps", ", ".join(content.sources) or "-"),
+        ["sweepgrok version", package_version("sweepgrok") or "unknown"],
+        ["git commit", git_commit() or "unknown (not run from a git checkout)"],
+        ["command", command or "-"],
+        ["made", datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")],
+        ["sweeps", ", ".join(content.sources) or "-"],
     ]
 
 
@@ -168,6 +187,7 @@ def render(content: ReportContent, command: str = "") -> str:
     """The whole report as one HTML page (UTF-8 text)."""
     title = "Sweep report" + (f": {', '.join(content.sources)}" if content.sources else "")
     body = ["<h1>Sweep report</h1>"]
+    body += [f'<p class="result"><strong>Result</strong>: {html.escape(content.headline)}</p>']
     body += [f'<p class="note">{inline(note)}</p>' for note in content.notes]
     body += [
         '<p class="note">Below the tables and figures: <a href="#definitions">definitions</a>, '

@@ -13,10 +13,11 @@ plot area has the size it was given (``_fit``).
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import matplotlib
 
@@ -49,6 +50,36 @@ _NO_DATE: dict[FigureFormat, dict[str, Any] | None] = {
     FigureFormat.pdf: {"CreationDate": None},
 }
 """No creation date in vector files: the same sweep gives byte-identical figures."""
+
+
+_PAPER_RC = {
+    "font.size": 13,
+    "axes.titlesize": 13,
+    "axes.labelsize": 13,
+    "xtick.labelsize": 12,
+    "ytick.labelsize": 12,
+    "legend.fontsize": 12,
+    "legend.title_fontsize": 12,
+    "figure.titlesize": 13,
+    "lines.linewidth": 1.8,
+}
+"""Type sizes for a paper: a one-axis figure is about 5.5 inches wide, so shrunk to a column
+(3.3 inches) its smallest text ("small", 0.83 x 13 pt) still reads at about 6.5 pt."""
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _paper_style(draw: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run a figure function under _PAPER_RC (fonts are fixed when a text is made, so the
+    whole drawing, not only the save, needs it)."""
+
+    @functools.wraps(draw)
+    def styled(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with matplotlib.rc_context(_PAPER_RC):  # type: ignore[arg-type]
+            return draw(*args, **kwargs)
+
+    return styled
 
 
 def _save(fig: Figure, path: Path) -> Path:
@@ -194,8 +225,9 @@ def _bands(wide: pd.DataFrame, summary: pd.DataFrame, by: Sequence[str]) -> dict
     return out
 
 
-_CURVES_SIZE = (7.0, 3.4)
-"""Plot area (inches) of a figure with one axis: wide enough for a log step axis."""
+_CURVES_SIZE = (4.4, 2.8)
+"""Plot area (inches) of a figure with one axis: with its labels about 5.5 inches wide, a
+column's width at 60% (see _PAPER_RC)."""
 _PANEL_SIZE = (2.6, 1.6)
 """Plot area (inches) of each small panel."""
 
@@ -204,7 +236,7 @@ def _axes(n_groups: int, title: str, key_line: str) -> tuple[Figure, list[plt.Ax
     """One wide axis for a few groups; a grid of small shared panels for many (the key line
     under the title names the keys of panel titles that show values only)."""
     if n_groups <= _PANELS_ABOVE:
-        fig, ax = _figure(10, 4.5)
+        fig, ax = _figure(5.5, 4.0)
         fig.suptitle(title)
         return fig, [ax]
     ncols = min(5, n_groups)
@@ -227,21 +259,50 @@ def _axes(n_groups: int, title: str, key_line: str) -> tuple[Figure, list[plt.Ax
     return fig, axes
 
 
-def _log_steps(ax: plt.Axes) -> None:
-    ax.set_xscale("log")
+_LOG_SPAN = 10.0
+"""Fit and grok steps spanning this factor or more get a log step axis: on a linear one the
+fast groups would be crowded at its left edge."""
+
+
+def step_axis(summary: pd.DataFrame, last_step: float) -> tuple[str, tuple[float, float]]:
+    """("log" or "linear", x limits) of a step axis, chosen from the runs' fit and grok steps.
+
+    Linear from 0 unless the steps span _LOG_SPAN or more. A log axis starts at a quarter of
+    the earliest fit or grok step: the steps before it (chance accuracy, a few evaluations)
+    would otherwise take half its width.
+    """
+    columns = [c for c in map(str, summary) if c == "fit_step" or c.startswith("grok_step_")]
+    events = summary[columns].astype("Float64").to_numpy(float, na_value=np.nan).ravel()
+    events = events[np.isfinite(events) & (events > 0)]
+    right = max(float(last_step), float(events.max()) if events.size else 1.0)
+    if not events.size or events.max() < _LOG_SPAN * events.min():
+        return "linear", (0.0, right * 1.02)
+    return "log", (float(events.min()) / 4, right * 1.15)
+
+
+def _set_steps(ax: plt.Axes, scale: str, limits: tuple[float, float]) -> None:
+    ax.set_xscale(scale)
+    ax.set_xlim(*limits)
     ax.grid(True, which="major", alpha=0.3)
 
 
-def _finish_curves(fig: Figure, axes: list[plt.Axes], ylabel: str, key_line: str) -> None:
+def _finish_curves(
+    fig: Figure,
+    axes: list[plt.Axes],
+    ylabel: str,
+    key_line: str,
+    steps: tuple[str, tuple[float, float]],
+) -> None:
     for ax in axes:
-        _log_steps(ax)
+        _set_steps(ax, *steps)
+    xlabel = "step (log)" if steps[0] == "log" else "step"
     if len(axes) == 1:
-        axes[0].set_xlabel("step (log)")
+        axes[0].set_xlabel(xlabel)
         axes[0].set_ylabel(ylabel)
         _legend_below(fig, axes[0], key_line)
         _fit(fig, axes[0], *_CURVES_SIZE)
     else:
-        fig.supxlabel("step (log)")
+        fig.supxlabel(xlabel)
         fig.supylabel(ylabel)
         _fit(fig, axes[0], *_PANEL_SIZE)
 
@@ -251,53 +312,130 @@ def _draw_band(ax: plt.Axes, band: pd.DataFrame, color: Any, label: str | None, 
     ax.fill_between(band.index, band["min"], band["max"], color=color, alpha=0.2, lw=0)
 
 
+def _mark(ax: plt.Axes, curve: pd.Series, steps: Sequence[float], event: str, color: Any) -> None:
+    """Markers on `curve` at `steps`: a star at a grok step, a hollow circle at a fit step
+    (gid "grok" / "fit", so a test can find them)."""
+    steps = [float(x) for x in steps if pd.notna(x)]
+    if not steps or curve.empty:
+        return
+    ys = np.interp(steps, curve.index.to_numpy(float), curve.to_numpy(float))
+    style = {"grok": {"marker": "*", "ms": 13, "mfc": color},
+             "fit": {"marker": "o", "ms": 7, "mfc": "white"}}[event]
+    ax.plot(steps, ys, ls="none", mec=color, mew=1.4, zorder=5, gid=event, **style)
+
+
+def _event_legend(ax: plt.Axes) -> None:
+    """Legend entries for the fit and grok markers (grey, whatever the group's colour)."""
+    ax.plot([], [], ls="none", marker="o", ms=7, mfc="white", mec="0.3", label="fit")
+    ax.plot([], [], ls="none", marker="*", ms=13, mfc="0.3", mec="0.3", label="grok")
+
+
+@_paper_style
 def accuracy_curves(
-    metrics: pd.DataFrame, summary: pd.DataFrame, by: Sequence[str], path: Path
+    metrics: pd.DataFrame,
+    summary: pd.DataFrame,
+    by: Sequence[str],
+    path: Path,
+    threshold: float = 0.99,
+    per_run: bool = False,
 ) -> Path:
-    """Test (solid) and train (dashed) accuracy per group on a log step axis: median over the
-    group's seeds, band min-max; a run that stopped is held at its last value."""
+    """Test (solid) and train (dashed) accuracy per group: median over the group's seeds, band
+    min-max, a hollow circle at the median fit step and a star at the median grok step; with
+    `per_run`, every run's own curves and steps instead. A run that stopped is held at its
+    last value. The step axis is linear or log as the fit and grok steps need (step_axis)."""
     order = _label_order(summary, by)
     colors = _palette(order)
     shown, key_line = _shown_labels(summary, by)
-    test = _bands(_wide(metrics, "test_acc"), summary, by)
-    train = _bands(_wide(metrics, "train_acc"), summary, by)
-    title = "Accuracy: test solid, train dashed (median over seeds, band min-max)"
+    wide_test, wide_train = _wide(metrics, "test_acc"), _wide(metrics, "train_acc")
+    test, train = _bands(wide_test, summary, by), _bands(wide_train, summary, by)
+    labelled = summary.assign(group=summary["run_id"].map(stats.run_labels(summary, by)))
+    grok_col = f"grok_step_{stats.tag(threshold)}"
+    what = "each run" if per_run else "median over seeds, band min-max"
+    title = f"Accuracy ({what})\ntest solid, train dashed"
     fig, axes = _axes(len(order), title, key_line)
     single = len(axes) == 1
     for i, label in enumerate(order if single else order[: len(axes)]):
-        ax = axes[0] if single else axes[i]
-        if label in test:
-            _draw_band(ax, test[label], colors[label], shown[label])
-        if label in train:
-            _draw_band(ax, train[label], colors[label], None, ls="--", lw=1)
+        ax, color = axes[0] if single else axes[i], colors[label]
+        rows = labelled[labelled["group"] == label]
+        if per_run:
+            _draw_runs(ax, rows, wide_test, wide_train, color, shown[label], grok_col)
+        else:
+            if label in test:
+                _draw_band(ax, test[label], color, shown[label])
+                _mark(ax, test[label]["median"], [rows[grok_col].median()], "grok", color)
+            if label in train:
+                _draw_band(ax, train[label], color, None, ls="--", lw=1.2)
+                _mark(ax, train[label]["median"], [rows["fit_step"].median()], "fit", color)
         if not single:
             ax.set_title(shown[label], fontsize="small")
     for ax in axes:
         ax.set_ylim(-0.02, 1.02)
-    _finish_curves(fig, axes, "accuracy", key_line)
+    _event_legend(axes[0])
+    last = float(metrics["step"].max()) if len(metrics) else 1.0
+    _finish_curves(fig, axes, "accuracy", key_line, step_axis(summary, last))
     return _save(fig, path)
 
 
-_GROK_TIMES_WIDTH = 6.0
+def _draw_runs(
+    ax: plt.Axes,
+    rows: pd.DataFrame,
+    wide_test: pd.DataFrame,
+    wide_train: pd.DataFrame,
+    color: Any,
+    label: str,
+    grok_col: str,
+) -> None:
+    """One group's runs: each run's test (solid) and train (dashed) curve up to its last
+    step, a star at its grok step and a hollow circle at its fit step."""
+    for k, row in enumerate(rows.to_dict("records")):
+        run, last = row["run_id"], row["steps_run"]
+        for wide, ls, step, event in ((wide_test, "-", row[grok_col], "grok"),
+                                      (wide_train, "--", row["fit_step"], "fit")):
+            if run not in wide.columns:
+                continue
+            curve = wide.loc[(wide.index > 0) & (wide.index <= last), run].dropna()
+            name = label if k == 0 and ls == "-" else None
+            ax.plot(curve.index, curve, color=color, ls=ls, lw=1.1, alpha=0.8, label=name)
+            _mark(ax, curve, [step], event, color)
+
+
+_GROK_TIMES_WIDTH = 3.6
 """Plot area width (inches) of grok_times: long group labels widen the figure, not this."""
 
 
+def _time_limits(times: np.ndarray, log: bool, notes: bool) -> tuple[float, float]:
+    """x limits holding every drawn time with a margin (8% of the span each side, or 10% of
+    the value when all are equal), and room right of them for the "n censored" notes."""
+    xs = np.log10(np.maximum(times, 1.0)) if log else times.astype(float)
+    lo, hi = float(xs.min()), float(xs.max())
+    pad = 0.08 * (hi - lo) if hi > lo else (0.1 if log else max(0.1 * abs(hi), 1.0))
+    left, right = lo - pad, hi + pad + (0.3 * (hi - lo + 2 * pad) if notes else 0.0)
+    if not log:
+        left = max(left, 0.0) if lo >= 0 else left
+        return left, right
+    return 10**left, 10**right
+
+
+@_paper_style
 def grok_time_distribution(
     summary: pd.DataFrame, by: Sequence[str], path: Path, threshold: float = 0.99
 ) -> Path:
-    """Grok steps per group (box + jittered points); censored runs as red '>' at their steps
-    run (their grok step is larger)."""
+    """Grok steps per group (box + jittered points; a group with one grokked run: its point
+    and a bar at it); censored runs as red '>' at their steps run (their grok step is
+    larger). The x axis fits the times drawn, with a margin."""
     order = _label_order(summary, by)
     shown, key_line = _shown_labels(summary, by)
     groups = list(stats.iter_groups(summary, by))
-    fig, ax = _figure(9, 1.4 + 0.5 * len(order))
+    fig, ax = _figure(5.5, 1.6 + 0.5 * len(order))
     rng = np.random.default_rng(0)  # jitter only; seeded so figures are reproducible
     n_grokked = n_censored = 0
     for y, (_, rows) in enumerate(groups):
         times, censored = _drawable(*stats.times_and_censoring(rows, threshold))
         grok, cens = times[~censored], times[censored]
         n_grokked, n_censored = n_grokked + grok.size, n_censored + cens.size
-        if grok.size:
+        if grok.size == 1:  # a box of one point has no width: a bar the box's height instead
+            ax.plot(grok, [y], ls="none", marker="|", ms=24, mew=2.5, color="0.35", gid="one")
+        elif grok.size:
             ax.boxplot(
                 [grok],
                 positions=[y],
@@ -310,7 +448,8 @@ def grok_time_distribution(
                 whiskerprops={"color": "0.5"},
                 capprops={"color": "0.5"},
             )
-            ax.scatter(grok, y + rng.uniform(-0.15, 0.15, grok.size), s=18, color="C0", zorder=3)
+        if grok.size:
+            ax.scatter(grok, y + rng.uniform(-0.15, 0.15, grok.size), s=30, color="C0", zorder=3)
         if cens.size:
             first = n_censored == cens.size
             label = "censored (grok step > steps run)" if first else None
@@ -333,12 +472,13 @@ def grok_time_distribution(
     log = bool(all_times.size) and all_times.max() > 20 * max(all_times.min(), 1.0)
     if log:
         ax.set_xscale("log")
-    if n_censored:  # room for the "n censored" notes right of the markers
-        ax.set_xlim(right=float(all_times.max()) * (2.5 if log else 1.3))
+    if all_times.size:
+        ax.set_xlim(*_time_limits(all_times, log, notes=n_censored > 0))
     ax.set_xlabel(f"grok step (test acc >= {threshold:g})")
     ax.grid(True, axis="x", alpha=0.3)
-    title = f"Grok time per group ({n_grokked}/{n_grokked + n_censored} grokked)"
-    ax.set_title(f"{title}\nrows: {key_line}" if key_line else title)
+    title = f"Grok step per group ({n_grokked}/{n_grokked + n_censored} grokked)"
+    # The key line wraps: a title wider than the plot would stick out of the figure.
+    ax.set_title(f"{title}\n{_wrap('rows: ' + key_line, _LABEL_CHARS)}" if key_line else title)
     _legend_below(fig, ax)
     lines = max(label.count("\n") + 1 for label in shown.values())
     _fit(fig, ax, _GROK_TIMES_WIDTH, max(1.2, len(order) * (0.15 + 0.2 * lines)))
@@ -364,6 +504,7 @@ def _ink(ax: plt.Axes, value: float) -> str:
     return "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
 
 
+@_paper_style
 def grok_heatmap(
     summary: pd.DataFrame, x_key: str, y_key: str, path: Path, threshold: float = 0.99
 ) -> Path:
@@ -412,6 +553,7 @@ def grok_heatmap(
     return _save(fig, path)
 
 
+@_paper_style
 def deff_curves(
     metrics: pd.DataFrame,
     summary: pd.DataFrame,
@@ -424,9 +566,10 @@ def deff_curves(
     order = _label_order(summary, by)
     colors = _palette(order)
     shown, key_line = _shown_labels(summary, by)
-    bands = _bands(_wide(metrics.dropna(subset=["deff"]), "deff"), summary, by)
+    deff = metrics.dropna(subset=["deff"])
+    bands = _bands(_wide(deff, "deff"), summary, by)
     labelled = summary.assign(group=summary["run_id"].map(stats.run_labels(summary, by)))
-    title = "D_eff (median over seeds, band min-max); dashed: median grok, dotted: collapse"
+    title = "D_eff (median over seeds, band min-max)\ndashed: median grok, dotted: collapse"
     fig, axes = _axes(len(order), title, key_line)
     single = len(axes) == 1
     for i, label in enumerate(order if single else order[: len(axes)]):
@@ -440,7 +583,8 @@ def deff_curves(
                 ax.axvline(float(step.median()), color=colors[label], ls=ls, lw=1.2)
         if not single:
             ax.set_title(shown[label], fontsize="small")
-    _finish_curves(fig, axes, "D_eff (participation ratio)", key_line)
+    last = float(deff["step"].max()) if len(deff) else 1.0
+    _finish_curves(fig, axes, "D_eff (participation ratio)", key_line, step_axis(summary, last))
     return _save(fig, path)
 
 
@@ -454,10 +598,11 @@ _PROGRESS_PANELS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("excluded loss (train)", (("excluded_loss", "-"),)),
 )
 """Panels of progress_curves: y label, then (metrics/ column, line style) drawn in it."""
-_PROGRESS_PANEL_SIZE = (3.6, 2.0)
+_PROGRESS_PANEL_SIZE = (2.4, 1.6)
 """Plot area (inches) of each progress_curves panel."""
 
 
+@_paper_style
 def progress_curves(
     metrics: pd.DataFrame, summary: pd.DataFrame, by: Sequence[str], path: Path
 ) -> Path:
@@ -470,7 +615,8 @@ def progress_curves(
     order = _label_order(summary, by)
     colors = _palette(order)
     shown, key_line = _shown_labels(summary, by)
-    fig, grid = _figure(13, 6, nrows=2, ncols=3, sharex=True, squeeze=False)
+    fig, grid = _figure(9, 5.5, nrows=2, ncols=3, sharex=True, squeeze=False)
+    steps = step_axis(summary, float(metrics["step"].max()) if len(metrics) else 1.0)
     axes = list(grid.ravel())
     fig.suptitle("Progress measures (median over seeds, band min-max)\n"
                  "weight norm: whole model solid, embedding dashed, unembedding dotted")
@@ -487,11 +633,11 @@ def progress_curves(
         if not drawn:
             ax.text(0.5, 0.5, "not recorded", ha="center", va="center", transform=ax.transAxes,
                     color="0.4")
-        ax.set_ylabel(ylabel)
-        _log_steps(ax)
+        ax.set_ylabel(_wrap(ylabel, 16))  # at paper type sizes a long label outgrows a panel
+        _set_steps(ax, *steps)
     axes[2].set_ylim(-0.02, 1.02)  # a share
     for ax in axes[3:]:
-        ax.set_xlabel("step (log)")
+        ax.set_xlabel("step (log)" if steps[0] == "log" else "step")
     _legend_below(fig, axes[0], key_line)
     _fit(fig, axes[0], *_PROGRESS_PANEL_SIZE)
     return _save(fig, path)
@@ -505,6 +651,7 @@ def _drawable(times: np.ndarray, censored: np.ndarray) -> tuple[np.ndarray, np.n
     return np.where(np.isfinite(times), times, edge), censored
 
 
+@_paper_style
 def survival_curves(
     summary: pd.DataFrame, by: Sequence[str], path: Path, threshold: float = 0.99
 ) -> Path:
@@ -512,7 +659,7 @@ def survival_curves(
     order = _label_order(summary, by)
     colors = _palette(order)
     shown, key_line = _shown_labels(summary, by)
-    fig, ax = _figure(10, 4.5)
+    fig, ax = _figure(5.5, 4.0)
     for (_, rows), label in zip(stats.iter_groups(summary, by), order, strict=True):
         times, censored = _drawable(*stats.times_and_censoring(rows, threshold))
         data = sps.CensoredData(uncensored=times[~censored], right=times[censored])
@@ -526,7 +673,7 @@ def survival_curves(
     ax.set_ylabel("fraction not yet grokked")
     ax.set_ylim(-0.02, 1.02)
     ax.grid(True, alpha=0.3)
-    ax.set_title(f"Kaplan-Meier survival (grok = test acc >= {threshold:g}; | = censored)")
+    ax.set_title(f"Kaplan-Meier survival\ngrok = test acc >= {threshold:g}; | = censored")
     _legend_below(fig, ax, key_line)
     _fit(fig, ax, *_CURVES_SIZE)
     return _save(fig, path)
@@ -546,12 +693,14 @@ def plot_all(
     out_dir: Path,
     threshold: float = 0.99,
     fmt: FigureFormat | str = FigureFormat.png,
+    per_run: bool = False,
 ) -> list[Path]:
     """Every figure that applies (heatmap: two or more keys; D_eff: geometry recorded;
     progress measures: recorded, by a sweep written since they exist), as `fmt` files (png,
-    svg or pdf)."""
+    svg or pdf); `per_run`: the accuracy figure draws every run instead of each group's
+    median and band."""
     out, ext = Path(out_dir), FigureFormat(fmt).value
-    paths = [accuracy_curves(metrics, summary, by, out / f"accuracy.{ext}")]
+    paths = [accuracy_curves(metrics, summary, by, out / f"accuracy.{ext}", threshold, per_run)]
     paths += plot_summary_figures(summary, by, out, threshold, fmt)
     if "deff" in metrics and metrics["deff"].notna().any():
         paths.append(deff_curves(metrics, summary, by, out / f"deff.{ext}", threshold))
@@ -579,6 +728,7 @@ def plot_summary_figures(
     return paths
 
 
+@_paper_style
 def plot_objective(
     values: Sequence[tuple[int, float, bool]],
     path: str | Path,

@@ -9,16 +9,18 @@ only (sweepgrok.stats, sweepgrok.plots): no Ray, no torch.
 
 from __future__ import annotations
 
+import math
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from sweepgrok import comparisons, definitions, plots, stats
 from sweepgrok.events import GROK_THRESHOLDS
-from sweepgrok.tables import Format, render
+from sweepgrok.tables import display_rows, legend, markdown_table
 
 THRESHOLDS = GROK_THRESHOLDS
 """Each goes in the tables when every run could see it (runs that stopped at their grok step at
@@ -28,6 +30,35 @@ HTML_FILE = "report.html"
 """The HTML report's name in the report folder."""
 
 COLLAPSE_TITLE = "Collapse and grokking"
+
+SIGNIFICANCE = 0.05
+"""A comparison's p below this is reported as a difference in the result line."""
+
+CAPTIONS = {
+    "accuracy": "Test (solid) and train (dashed) accuracy against training step, one colour "
+    "per group: the median over the group's seeds with its min-max band; a hollow circle marks "
+    "the median fit step, a star the median grok step.",
+    "grok_times": "Grok step of every run, one row per group (box: quartiles over the runs "
+    "that grokked; a bar when only one did); red '>' marks a run censored at its last step "
+    "(it had not grokked).",
+    "survival": "Kaplan-Meier estimate of the fraction of runs not yet grokked at each step, "
+    "per group; '|' marks a censored run.",
+    "heatmap": "Kaplan-Meier median grok step over two keys (pooled over any others), with "
+    "k/n runs grokked; grey: under half grokked, no median.",
+    "deff": "Effective dimension (D_eff, participation ratio) of the representation against "
+    "step, per group (median, min-max band); dashed: the group's median grok step, dotted: its "
+    "median collapse onset.",
+    "progress": "Progress measures against step, per group (median, min-max band): weight "
+    "norms, logit norm, softmax-collapse share, D_eff on the test split, restricted and "
+    "excluded losses.",
+}
+"""What each figure shows, by file stem: the caption under it in both reports."""
+
+
+def caption(figure: Path, threshold: float) -> str:
+    """The caption of a report figure: what it shows, and the grok threshold."""
+    text = CAPTIONS.get(figure.stem, figure.stem)
+    return f"{text} Grok = first evaluation with test accuracy >= {threshold:g}."
 
 
 def _overview(summary: pd.DataFrame, sources: Sequence[str]) -> list[str]:
@@ -121,6 +152,8 @@ class ReportContent:
     collapse: tuple[list[str], list[list[str]]] | None
     figures: list[Path]
     sources: list[str]
+    headline: str = ""
+    """The one-line result (result_line): what the comparisons found, with n and p."""
 
 
 def write_report(
@@ -168,9 +201,10 @@ def write_report(
         collapse=_collapse_rows(tables[threshold]),
         figures=figures,
         sources=list(sources),
+        headline=result_line(tables[threshold], threshold),
     )
     report = out / "report.md"
-    report.write_text(_markdown(content))
+    report.write_text(_markdown(content, command))
     if html:
         from sweepgrok import html_report
 
@@ -201,23 +235,85 @@ def _notes(
     return notes
 
 
-def _markdown(content: ReportContent) -> str:
-    lines = ["# Sweep report", ""]
+def _markdown(content: ReportContent, command: str = "") -> str:
+    from sweepgrok import html_report  # the config and provenance rows both reports show
+
+    lines = ["# Sweep report", "", f"**Result**: {content.headline}", ""]
     lines += [line for note in content.notes for line in (note, "")][:-1]
     for theta, table in content.tables.items():
         lines += ["", f"## {table_title(theta)}", ""]
-        lines += [render(table, content.keys, Format.markdown, theta).rstrip()]
+        lines += [markdown_table(*display_rows(table, content.keys)).rstrip()]
+    lines += ["", table_legend(content)]
     if content.collapse:
-        headers, rows = content.collapse
-        lines += ["", f"## {COLLAPSE_TITLE}", "", "| " + " | ".join(headers) + " |"]
-        lines += ["|" + "---|" * len(headers)]
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        lines += ["", f"## {COLLAPSE_TITLE}", "", markdown_table(*content.collapse).rstrip()]
     lines += ["", f"## {figures_title(content.threshold)}", ""]
-    lines += [f"![{p.stem}](figures/{p.name})" for p in content.figures]
-    lines += ["", "## Definitions", "", definitions.markdown()]
+    for p in content.figures:
+        text = caption(p, content.threshold)
+        lines += [f"![{p.stem}](figures/{p.name})", "", f"*{text}*", ""]
+    lines += ["## Definitions", "", definitions.markdown()]
     csvs = ", ".join(f"`groups_{stats.tag(t)}.csv`" for t in content.tables)
     lines += ["", f"Per-run values: `runs.csv`; group tables: {csvs}.", ""]
+    lines += ["## Config of every run", ""]
+    shared, headers, groups = html_report.config_sections(content)
+    if shared:
+        lines += [f"Shared by all {len(content.summary)} runs:", ""]
+        lines += [markdown_table(["key", "value"], shared), ""]
+    for label, rows in groups:
+        lines += [f"**{label}**: {len(rows)} run(s)", "", markdown_table(headers, rows), ""]
+    lines += ["## Provenance", ""]
+    lines += [markdown_table(["what", "value"], html_report.provenance(content, command)), ""]
     return "\n".join(lines)
+
+
+def table_legend(content: ReportContent) -> str:
+    """The tables' column definitions, once for all of them (each table's heading names its
+    threshold)."""
+    return legend(None, pd.concat(list(content.tables.values()), ignore_index=True))
+
+
+def _n_text(n: int, n_base: int) -> str:
+    return f"n = {n} per arm" if n == n_base else f"n = {n} and {n_base}"
+
+
+def _comparison(row: Mapping[Any, Any], base: Mapping[Any, Any], holm: bool) -> str:
+    """One comparison in words: the speed-up when p < SIGNIFICANCE, else no difference."""
+    group, name = str(row["label"]), str(base["label"])
+    p = float(row["p_holm"] if holm else row["p"])
+    ratio = float(row["speedup"])
+    bound = float(row.get("speedup_bound", math.nan))
+    facts = f"{_n_text(int(row['n']), int(base['n']))}, p = {p:.2g}"
+    if math.isnan(p) or p >= SIGNIFICANCE:
+        return f"{group} vs {name}: no significant difference ({facts})"
+    if math.isinf(ratio):  # the baseline has no median within its budget
+        return f"{group} groks more than {bound:.1f}x sooner than {name} ({facts})"
+    if ratio == 0.0:  # this group has no median within its budget
+        return f"{group} groks more than {1 / bound:.1f}x later than {name} ({facts})"
+    if ratio >= 1.0:
+        return f"{group} groks {ratio:.1f}x sooner than {name} ({facts})"
+    return f"{group} groks {1 / ratio:.1f}x later than {name} ({facts})"
+
+
+def result_line(table: pd.DataFrame, threshold: float) -> str:
+    """The result in one line, from the comparisons of `table` (its speed-ups, n and p; Holm's
+    p when there are several): a difference only where p < SIGNIFICANCE."""
+    if "speedup" not in table:
+        return (
+            f"{len(table)} group(s), not compared (no --baseline); grok = test accuracy "
+            f">= {threshold:g}."
+        )
+    rows = table.to_dict("records")
+    by_label = {str(r["label"]): r for r in rows}
+    pairs = [
+        (r, by_label[str(r["baseline_group"])])
+        for r in rows
+        if not r["is_baseline"] and isinstance(r.get("baseline_group"), str)
+    ]
+    if not pairs:
+        return f"no group has a baseline to compare with; grok = test accuracy >= {threshold:g}."
+    n_tests = comparisons.n_comparisons(table)
+    said = "; ".join(_comparison(r, b, n_tests > 1) for r, b in pairs)
+    how = f", Holm-adjusted over {n_tests} comparisons" if n_tests > 1 else ""
+    return f"{said}. Grok = test accuracy >= {threshold:g}; p: log-rank test{how}."
 
 
 def table_title(threshold: float) -> str:

@@ -42,19 +42,28 @@ def render(
         return str(table.to_json(orient="records", indent=2)) + "\n"
     headers, rows = display_rows(table, keys)
     if fmt is Format.markdown:
-        lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
-        return "\n".join(lines) + "\n\n" + legend(threshold, table) + "\n"
+        return markdown_table(headers, rows) + "\n\n" + legend(threshold, table) + "\n"
     n_keys = max(len(keys), 1)
     return _terminal_text(headers, rows, n_keys, legend(threshold, table), width or _width())
 
 
-def legend(threshold: float, table: pd.DataFrame) -> str:
-    """One paragraph of definitions printed under every human-readable table."""
+def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table of plain-text cells ('|' inside a cell escaped)."""
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(headers), "|" + "---|" * len(headers), *map(line, rows)])
+
+
+def legend(threshold: float | None, table: pd.DataFrame) -> str:
+    """One paragraph of definitions printed under a human-readable table (`threshold` None:
+    once under several tables, each naming its threshold in its heading)."""
     from sweepgrok.comparisons import n_comparisons  # pandas is loaded: `table` is a frame
 
+    theta = "the table's threshold" if threshold is None else f"{threshold:g}"
     text = (
-        f"grok = first eval with test_acc >= {threshold:g}; fit = first eval with train_acc >= "
+        f"grok = first eval with test_acc >= {theta}; fit = first eval with train_acc >= "
         "0.99; delay = grok - fit. Median/mean among grokked runs [95% bootstrap CI], "
         "± = std/sqrt(n). KM = Kaplan-Meier median counting censored runs (diverged and "
         "failed runs censored at their budget; '> N': under half grokked within N steps)."

@@ -57,3 +57,14 @@ def test_quick_trial_groks_as_a_real_command(tmp_path):
     m = pd.read_parquet(out / "metrics")
     at_fit = m[m["step"] == run["fit_step"]].iloc[0]
     assert at_fit["train_acc"] >= 0.99 and at_fit["test_acc"] < 0.95  # memorized first
+
+
+def test_the_closing_table_prints_a_dash_for_an_absent_value(capsys):
+    from sweepgrok.cli.train import _print_runs
+
+    row = {"run_id": "a_00000", "train.seed": 1, "status": "censored", "fit_step": 250,
+           "grok_step": None, "steps_run": 3000}
+    _print_runs([row, {**row, "run_id": "a_00001", "fit_step": float("nan")}], Path("runs/x"))
+    out = capsys.readouterr().out
+    assert "None" not in out and "nan" not in out
+    assert out.count(" - ") == 3  # two absent grok steps, one absent fit step

@@ -76,3 +76,54 @@ def test_yaml_examples_validate(page, index, block, tmp_path):
         cwd=ROOT, capture_output=True, text=True,
     )
     assert result.returncode == 0, f"{page.name} YAML example {index}: {result.stderr}"
+
+
+DEMO = ROOT / "tests" / "data" / "quickstart_demo"
+"""One run of `make demo` (runs/ and metrics/ only): what the README's demo tables quote."""
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
+
+
+def _readme_block(marker: str) -> list[str]:
+    """The lines of the README's plain (no language) code block holding `marker`."""
+    fenced = FENCE.findall((ROOT / "README.md").read_text())
+    blocks = [body for lang, body in fenced if not lang and marker in body]
+    assert len(blocks) == 1, f"README.md: expected one code block with {marker!r}"
+    return [line for line in blocks[0].splitlines() if line.strip()]
+
+
+def _cells(line: str) -> list[str]:
+    return re.split(r"\s{2,}", line.strip())
+
+
+def test_the_readme_demo_analysis_is_what_analyze_prints_on_the_demo_sweep():
+    # The Makefile's analyze command, as Markdown (the same cells as the terminal table).
+    args = ["--by", "model.norm,model.attention",
+            "--baseline", "model.norm=none,model.attention=softmax", "--format", "markdown"]
+    result = subprocess.run(
+        [sys.executable, "-m", "sweepgrok", "analyze", str(DEMO), *args],
+        cwd=ROOT, capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    printed = [[c.strip() for c in line.strip("|").split("|")]
+               for line in result.stdout.splitlines() if line.startswith("| ")]
+    header, rows = printed[0], printed[1:]
+    quoted = _readme_block("speed-up [CI]")
+    columns = _cells(quoted[0])
+    assert set(columns) <= set(header) and len(header) == 11  # "8 of 11 columns"
+    expected = [[row[header.index(c)] for c in columns] for row in rows]
+    assert [_cells(line) for line in quoted[1:]] == expected
+
+
+def test_the_readme_demo_runs_are_the_demo_sweeps_runs():
+    from sweepgrok.sink import read_runs
+
+    runs = read_runs(DEMO).set_index("run_id")
+    quoted = _readme_block("fit_step   grok_step")
+    rows = [_cells(line) for line in quoted if re.match(r"\s*\w{5}_\d{5}\s", line)]
+    assert len(rows) == len(runs) == 6
+    for run_id, norm, attention, wd, seed, status, fit, grok in rows:
+        run = runs.loc[f"quickstart-{run_id}"]
+        assert [run["model.norm"], run["model.attention"], run["status"]] == [
+            norm, attention, status]
+        assert (run["optim.weight_decay"], run["train.seed"]) == (float(wd), int(seed))
+        assert (run["fit_step"], run["grok_step"]) == (int(fit), int(grok))

@@ -315,3 +315,95 @@ def test_an_unknown_figure_format_is_refused(
     with pytest.raises(ValueError, match="eps"):
         plots.plot_summary_figures(summary, ["model.norm"], tmp_path, fmt="eps")
     assert plt.get_fignums() == []  # the refused figure was closed all the same
+
+
+def drawn_figure(monkeypatch: pytest.MonkeyPatch) -> dict[str, Figure]:
+    """Each figure as handed to _save, by file stem (still open: inspect, then it is closed)."""
+    seen: dict[str, Figure] = {}
+    save = plots._save
+
+    def keep(fig: Figure, path: Path) -> Path:
+        fig.canvas.draw()
+        seen[Path(path).stem] = fig
+        return save(fig, path)
+
+    monkeypatch.setattr(plots, "_save", keep)
+    return seen
+
+
+def test_a_one_point_group_is_drawn_and_the_axis_fits_the_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One run grokked at 500, one censored at 1000: a bar marks the lone point, and the axis
+    # holds both times with a margin (not the point on the axis' left edge).
+    metrics, runs = stats.read_sweeps(
+        write_sweep(tmp_path / "s", {("none", 16): [500], ("sphere", 16): [None]})
+    )
+    seen = drawn_figure(monkeypatch)
+    plots.grok_time_distribution(stats.run_summary(metrics, runs), ["model.norm"],
+                                 tmp_path / "g.png")
+    ax = seen["g"].axes[0]
+    bars = [line for line in ax.lines if line.get_gid() == "one"]
+    assert len(bars) == 1 and list(bars[0].get_xdata()) == [500]
+    left, right = ax.get_xlim()
+    span = 1000 - 500
+    assert left <= 500 - 0.05 * span and left >= 0  # a margin left of the point
+    assert right >= 1000 + 0.05 * span  # and right of the censored marker (room for its note)
+    assert ax.get_xscale() == "linear"
+
+
+def test_the_accuracy_figure_marks_fit_and_grok(
+    sweep: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    metrics, summary = sweep
+    seen = drawn_figure(monkeypatch)
+    plots.accuracy_curves(metrics, summary, ["model.norm"], tmp_path / "a.png")
+    ax = seen["a"].axes[0]
+    marks = {gid: sorted(x for line in ax.lines if line.get_gid() == gid
+                         for x in line.get_xdata())
+             for gid in ("fit", "grok")}
+    # Median grok of the grokked runs: none 700, 600, 800 -> 700; sphere 200, 300, 300 -> 300.
+    assert marks["grok"] == [300.0, 700.0]
+    # fit = first eval with train acc >= 0.99: 0.2 + s/300 >= 0.99 at s = 300 for every run.
+    assert marks["fit"] == [300.0, 300.0]
+    assert {"fit", "grok"} <= set(ax.get_legend_handles_labels()[1])
+
+
+def test_per_run_accuracy_curves_draw_every_run(
+    sweep: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    metrics, summary = sweep
+    seen = drawn_figure(monkeypatch)
+    plots.accuracy_curves(metrics, summary, ["model.norm"], tmp_path / "a.png", per_run=True)
+    ax = seen["a"].axes[0]
+    curves = [line for line in ax.lines if line.get_gid() is None and len(line.get_xdata())]
+    assert len(curves) == 2 * 12  # test and train of each of the 12 runs
+    assert len([x for line in ax.lines if line.get_gid() == "grok"
+                for x in line.get_xdata()]) == 6  # the grokked runs
+    assert not ax.collections  # no bands
+
+
+def test_the_step_axis_is_linear_unless_the_steps_span_a_decade() -> None:
+    near = pd.DataFrame({"fit_step": [300, 400], "grok_step_99": [900, None]})
+    assert plots.step_axis(near, 1000) == ("linear", (0.0, 1020.0))
+    # Evaluations every 50 steps, fits at 250, groks up to 5,600: log, from a quarter of the
+    # first fit (not from the first evaluation, nor step 1).
+    far = pd.DataFrame({"fit_step": [250, 400], "grok_step_99": [5600, 600]})
+    scale, (left, right) = plots.step_axis(far, 5600)
+    assert scale == "log" and left == 62.5 and right == pytest.approx(5600 * 1.15)
+    assert plots.step_axis(pd.DataFrame({"fit_step": [None]}), 500)[0] == "linear"
+
+
+def test_text_is_readable_at_a_column_width(
+    sweep: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A one-axis figure shrunk to a 3.3-inch column keeps its smallest text at 6 pt or more;
+    # the heatmap and the six-panel progress figure at a 7-inch page width.
+    metrics, summary = sweep
+    seen = drawn_figure(monkeypatch)
+    plots.plot_all(metrics, summary, ["model.norm", "geomdr.target_dim"], tmp_path)
+    for name, fig in seen.items():
+        width = 7.0 if name in {"progress", "heatmap"} else 3.3
+        sizes = [t.get_fontsize() for t in fig.findobj(plt.Text) if t.get_text().strip()]
+        shrink = min(1.0, width / fig.get_figwidth())
+        assert min(sizes) * shrink >= 6.0, (name, fig.get_figwidth(), min(sizes))

@@ -16,12 +16,14 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from test_cli_analyze import GROKS, write_sweep
 from typer.testing import CliRunner
 
 from sweepgrok import definitions
 from sweepgrok.cli import app
+from sweepgrok.report import caption, result_line
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -204,3 +206,78 @@ def test_without_chromium_the_browser_tests_skip_with_a_message(
     with pytest.raises(pytest.skip.Exception, match="make test"):
         _chromium(tmp_path, "--version")
 
+
+
+def test_the_result_line_opens_both_reports(report: Path) -> None:
+    # sphere (200, 300, 300) against none (800, 900, censored): completely separated, but with
+    # 3 runs per arm the exact log-rank p is 2/20 = 0.1: no significant difference.
+    line = ("norm=sphere vs norm=none: no significant difference (n = 3 per arm, p = 0.1). "
+            "Grok = test accuracy >= 0.99; p: log-rank test.")
+    text = report.read_text(encoding="utf-8")
+    assert f'<p class="result"><strong>Result</strong>: {html.escape(line)}</p>' in text
+    assert text.index('class="result"') < text.index("<h2>")
+    assert (report.parent / "report.md").read_text().splitlines()[2] == f"**Result**: {line}"
+
+
+def comparison_table(speedup: float, p: float, n: tuple[int, int] = (8, 8)) -> pd.DataFrame:
+    return pd.DataFrame({
+        "label": ["LayerNorm", "sphere"], "baseline_group": ["LayerNorm", "LayerNorm"],
+        "is_baseline": [True, False], "n": list(n), "speedup": [1.0, speedup],
+        "speedup_bound": [1.0, speedup], "p": [np.nan, p], "p_holm": [np.nan, p],
+    })
+
+
+@pytest.mark.parametrize(
+    ("speedup", "p", "n", "said"),
+    [
+        (8.8, 0.002, (8, 8), "sphere groks 8.8x sooner than LayerNorm (n = 8 per arm, p = 0.002)"),
+        (0.5, 0.01, (8, 6), "sphere groks 2.0x later than LayerNorm (n = 8 and 6, p = 0.01)"),
+        (8.8, 0.33, (2, 2), "sphere vs LayerNorm: no significant difference (n = 2 per arm, "
+                            "p = 0.33)"),
+        (float("inf"), 0.001, (8, 8), "sphere groks more than inf"),
+    ],
+)
+def test_the_result_line_claims_no_more_than_the_test(
+    speedup: float, p: float, n: tuple[int, int], said: str
+) -> None:
+    table = comparison_table(speedup, p, (n[1], n[0]))  # n: (group, baseline)
+    if speedup == float("inf"):  # the baseline has no median: the bound is what is known
+        table.loc[1, "speedup_bound"] = 4.0
+        said = "sphere groks more than 4.0x sooner than LayerNorm (n = 8 per arm, p = 0.001)"
+    assert result_line(table, 0.99) == f"{said}. Grok = test accuracy >= 0.99; p: log-rank test."
+
+
+def test_without_a_baseline_the_result_line_says_nothing_was_compared() -> None:
+    table = pd.DataFrame({"label": ["a", "b"], "n": [3, 3]})
+    assert result_line(table, 0.95) == (
+        "2 group(s), not compared (no --baseline); grok = test accuracy >= 0.95."
+    )
+
+
+def test_figures_have_captions_that_say_what_they_show(report: Path) -> None:
+    text = report.read_text(encoding="utf-8")
+    captions = re.findall(r"<figcaption>(.*?)</figcaption>", text)
+    assert len(captions) == len(FIGURES)
+    assert html.escape(caption(Path("survival.png"), 0.99)) in captions
+    assert sorted(captions) == sorted(html.escape(caption(Path(f"{f}.png"), 0.99))
+                                      for f in FIGURES)  # what they show, not file names
+    md = (report.parent / "report.md").read_text()
+    assert f"*{caption(Path('accuracy.png'), 0.99)}*" in md
+
+
+def test_the_tables_definitions_are_given_once(report: Path) -> None:
+    text = report.read_text(encoding="utf-8")
+    assert text.count('class="legend"') == 1
+    assert text.count("Median/mean among grokked runs") == 1
+    assert "test_acc &gt;= the table&#x27;s threshold" in text  # each heading names its own
+    md = (report.parent / "report.md").read_text()
+    assert md.count("Median/mean among grokked runs") == 1
+
+
+def test_report_md_has_the_sections_of_the_html(report: Path) -> None:
+    md = (report.parent / "report.md").read_text()
+    headings = [line for line in md.splitlines() if line.startswith("## ")]
+    assert headings[-3:] == ["## Definitions", "## Config of every run", "## Provenance"]
+    assert "| model.d_model | 128 |" in md and "| train.seed |" in md
+    for what in ("sweepgrok version", "git commit", "command", "made", "sweeps"):
+        assert f"| {what} | " in md

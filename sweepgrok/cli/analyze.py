@@ -48,6 +48,14 @@ def analyze(
         FigureFormat,
         typer.Option(help="File format of the --plots figures (svg and pdf: vectors, for papers)."),
     ] = FigureFormat.png,
+    per_run: Annotated[
+        bool,
+        typer.Option(
+            "--per-run",
+            help="The --plots accuracy figure draws every run's curves, not each group's "
+            "median and band.",
+        ),
+    ] = False,
     out: Annotated[
         Path | None, typer.Option(help="Write the output to this file instead of stdout.")
     ] = None,
@@ -65,6 +73,8 @@ def analyze(
     check_output(plots, "--plots", folder=True)
     if plots is None and plot_format is not FigureFormat.png:
         raise fail("applies to the figures of --plots DIR: give --plots too", "--plot-format")
+    if plots is None and per_run:
+        raise fail("applies to the figures of --plots DIR: give --plots too", "--per-run")
     with analysis_errors():
         metrics, summary, keys = _load(sweep_dirs, by, skip_damaged)
         theta = float(threshold.value) if threshold else stats.default_threshold(summary)
@@ -76,7 +86,8 @@ def analyze(
         from sweepgrok import plots as figures
 
         try:
-            for path in figures.plot_all(metrics, summary, keys, plots, theta, plot_format):
+            drawn = figures.plot_all(metrics, summary, keys, plots, theta, plot_format, per_run)
+            for path in drawn:
                 typer.echo(f"wrote {path}", err=True)
         except OSError as err:  # checked writable above: the disk filled up, or a race
             raise fail(f"{plots}: cannot write a figure: {os_reason(err)}", "--plots") from None

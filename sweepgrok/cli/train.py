@@ -215,6 +215,11 @@ class _Progress:
         self.description = desc
 
 
+def _absent(value: Any) -> bool:
+    """None, or a float NaN (pandas' missing value): no value to print."""
+    return value is None or (isinstance(value, float) and value != value)
+
+
 def _print_runs(rows: list[dict[str, Any]], out: Path) -> None:
     from rich.table import Table
 
@@ -222,6 +227,7 @@ def _print_runs(rows: list[dict[str, Any]], out: Path) -> None:
     for col in ("run_id", "train.seed", "status", "fit_step", "grok_step", "steps_run"):
         table.add_column(col)
     for r in rows:
-        table.add_row(*(str(r.get(c)) for c in
+        # An absent value (no fit, not grokked) prints "-", as in every other table.
+        table.add_row(*("-" if _absent(r.get(c)) else str(r.get(c)) for c in
                         ("run_id", "train.seed", "status", "fit_step", "grok_step", "steps_run")))
     plain_console().print(table)
