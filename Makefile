@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/sweepgrok launch search_spaces/quickstart.yaml --storage runs --fresh
+	$(BIN)/sweepgrok launch search_spaces/grids/quickstart.yaml --storage runs --fresh
 	$(BIN)/sweepgrok analyze runs/quickstart --by model.norm,model.attention \
 		--baseline model.norm=none,model.attention=softmax --plots runs/quickstart/plots
 

@@ -1,4 +1,5 @@
-"""The accelerator comparison's committed summary, from the search_spaces/accelerators.yaml sweep.
+"""The accelerator comparison's committed summary, from the search_spaces/grids/accelerators.yaml
+sweep.
 
     python -m analysis.accelerators SWEEP_DIR... [--out OUT_DIR]
 
@@ -22,9 +23,9 @@ from typing import Any
 import pandas as pd
 
 from analysis import provenance
-from sweepgrok import stats
-from sweepgrok.report import write_report
-from sweepgrok.sink import read_runs
+from sweepgrok.analysis import stats
+from sweepgrok.analysis.reporting import write_report
+from sweepgrok.store.sink import read_runs
 
 ARM_KEY = "accelerator.arm"
 """The derived grouping column: a dotted name, so that the report groups by it like a config key."""

@@ -4,7 +4,7 @@
     python -m analysis.provenance --unknown SUMMARY_DIR
 
 Every run row in a sweep's ``runs/`` Parquet holds ``git_commit`` (HEAD of the checkout that
-ran it) and ``sweepgrok_version`` (sweepgrok.provenance); the run summary that ``sweepgrok
+ran it) and ``sweepgrok_version`` (sweepgrok.store.provenance); the run summary that ``sweepgrok
 report`` writes (``runs.csv``) does not keep them. The first form copies them from the sweep's
 Parquet into the summary, per run_id. The second marks a summary whose Parquet is gone (the
 Parquet is not committed) with `UNKNOWN`, rather than guessing a commit from the history.
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweepgrok.errors import USER_ERROR, error_line
-from sweepgrok.sink import read_runs
+from sweepgrok.core.errors import USER_ERROR, error_line
+from sweepgrok.store.sink import read_runs
 
 COLUMNS = ("git_commit", "sweepgrok_version")
 """The provenance every committed summary row carries."""

@@ -3,10 +3,10 @@
     python -m analysis.report SWEEP_DIR [SWEEP_DIR ...] --out DIR
         [--by k1,k2] [--baseline k=v,...] [--threshold 0.95|0.99] [--html]
 
-The same as ``sweepgrok report``: a thin wrapper around sweepgrok.report (which writes
+The same as ``sweepgrok report``: a thin wrapper around sweepgrok.analysis.reporting (which writes
 DIR/report.md, DIR/groups_<t>.csv, DIR/runs.csv, DIR/figures/*.png and with --html the
 self-contained DIR/report.html from Parquet alone).
-A mistake exits 2 with one line on stderr, in the CLI's style (sweepgrok.errors).
+A mistake exits 2 with one line on stderr, in the CLI's style (sweepgrok.core.errors).
 """
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from sweepgrok import stats
-from sweepgrok.errors import (
+from sweepgrok.analysis import stats
+from sweepgrok.analysis.reporting import HTML_FILE, THRESHOLDS, build_report
+from sweepgrok.core.errors import (
     USER_ERROR,
     analysis_option,
     damaged_part_message,
     error_line,
 )
-from sweepgrok.outputs import os_reason, output_problem
-from sweepgrok.parts import DamagedPart
-from sweepgrok.report import HTML_FILE, THRESHOLDS, build_report
+from sweepgrok.store.outputs import os_reason, output_problem
+from sweepgrok.store.parts import DamagedPart
 
 
 class _Parser(argparse.ArgumentParser):

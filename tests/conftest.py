@@ -124,8 +124,8 @@ def ray_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
 def process_settings() -> None:
     """The test process is an entry point like `sweepgrok train`: it sets the default
     process-wide settings (deterministic kernels, malloc) once, before any trainer runs."""
-    from sweepgrok.config import TrainConfig
-    from sweepgrok.process import configure_process
+    from sweepgrok.config.trial import TrainConfig
+    from sweepgrok.train.process import configure_process
 
     configure_process(TrainConfig())
 
@@ -149,13 +149,14 @@ def assert_each_refuses(runner: Any, app: Any, commands: list[list[str]], path: 
 
 
 def checkpoint_without(cfg: Any, key: str, folder: Path, step: int) -> Any:
-    """Train `cfg` (sweepgrok.trainer.train), save its checkpoint at `step` into `folder`, then
+    """Train `cfg` (sweepgrok.train.trainer.train), save its checkpoint at `step` into `folder`,
+    then
     delete `key` from the saved state (a checkpoint of an older version, or a damaged one);
     returns the deleted value."""
     import torch
 
-    from sweepgrok.sink import ListSink
-    from sweepgrok.trainer import train
+    from sweepgrok.store.sink import ListSink
+    from sweepgrok.train.trainer import train
 
     def save_at_step(report: Any) -> None:
         if report.step == step:

@@ -121,9 +121,9 @@ def numerics(rows: list[dict[str, Any]], skip: set[str]) -> list[dict[str, Any]]
 
 def run(overrides: dict[str, Any]) -> dict[str, Any]:
     """Train TINY + overrides in this process; the rows that are training numerics."""
-    from sweepgrok.config import all_keys, from_flat
-    from sweepgrok.process import configure_process
-    from sweepgrok.trainer import train
+    from sweepgrok.config.trial import all_keys, from_flat
+    from sweepgrok.train.process import configure_process
+    from sweepgrok.train.trainer import train
 
     cfg = from_flat({**TINY, **overrides}, "golden")
     configure_process(cfg.train)

@@ -8,8 +8,8 @@ import pandas as pd
 
 from analysis import provenance
 from analysis.accelerators import ARM_KEY, arm, main
-from sweepgrok.config import Config, flatten, update
-from sweepgrok.sink import ParquetSink
+from sweepgrok.config.trial import Config, flatten, update
+from sweepgrok.store.sink import ParquetSink
 
 EVAL = 100
 BASE_LABEL = "arch=transformer, arm=baseline"

@@ -9,16 +9,16 @@ import torch.nn.functional as F
 from conftest import assert_each_refuses, checkpoint_without
 from typer.testing import CliRunner
 
-from sweepgrok.accelerators import (
+from sweepgrok.cli import app
+from sweepgrok.config.trial import ConfigError, GrokfastConfig, from_flat
+from sweepgrok.store.sink import ListSink
+from sweepgrok.train.accelerators import (
     GradFilter,
     log_stablemax,
     per_example_loss,
     perpendicular_grad_,
 )
-from sweepgrok.cli import app
-from sweepgrok.config import ConfigError, GrokfastConfig, from_flat
-from sweepgrok.sink import ListSink
-from sweepgrok.trainer import CheckpointError, train
+from sweepgrok.train.trainer import CheckpointError, train
 
 # ---- StableMax ------------------------------------------------------------------------------
 

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from sweepgrok.config import Config, from_flat
-from sweepgrok.sink import ListSink
-from sweepgrok.trainer import EvalReport, train
+from sweepgrok.config.trial import Config, from_flat
+from sweepgrok.store.sink import ListSink
+from sweepgrok.train.trainer import EvalReport, train
 
 SEEDS = [0, 1, 2, 3]
 # Groks (test acc >= 0.6) around step 130 for some seeds, not before 160 for others.

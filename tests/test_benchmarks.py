@@ -24,9 +24,9 @@ from benchmarks.bench_trainer import (
     variant_name,
 )
 from benchmarks.run import discover, quick_argv
-from sweepgrok.config import Config, from_flat
-from sweepgrok.models import build_model
-from sweepgrok.tasks import make_split
+from sweepgrok.config.tasks import make_split
+from sweepgrok.config.trial import Config, from_flat
+from sweepgrok.train.models import build_model
 
 
 def _cfg(overrides: dict) -> Config:

@@ -11,10 +11,10 @@ import pytest
 from conftest import one_line_error as message
 from typer.testing import CliRunner
 
-from sweepgrok import comparisons, stats
+from sweepgrok.analysis import comparisons, stats
 from sweepgrok.cli import app
-from sweepgrok.config import Config, flatten, update
-from sweepgrok.sink import ParquetSink
+from sweepgrok.config.trial import Config, flatten, update
+from sweepgrok.store.sink import ParquetSink
 
 runner = CliRunner()
 EVAL = 100
@@ -340,7 +340,7 @@ def test_a_threshold_the_runs_stopped_short_of_exits_2(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("width", [80, 120])
 def test_the_table_fits_the_terminal(tmp_path: Path, width: int) -> None:
-    from sweepgrok.tables import Format, render
+    from sweepgrok.analysis.tables import Format, render
 
     groks = {("div", True): 1000, ("div", False): 4000, ("add", True): 900, ("add", False): 2000}
     runs = [

@@ -111,7 +111,7 @@ def test_validate_kinds(tmp_path: Path, no_ray: Path) -> None:
 
 
 def test_an_empty_folder_is_not_refused(tmp_path: Path, no_ray: Path) -> None:
-    from sweepgrok.sweepdir import has_runs
+    from sweepgrok.store.sweepdir import has_runs
 
     (tmp_path / "runs" / "g" / "runs").mkdir(parents=True)
     assert not has_runs(tmp_path / "runs" / "g")

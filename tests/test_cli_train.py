@@ -16,7 +16,7 @@ runner = CliRunner()
 
 
 def test_bad_override_exits_2_naming_the_key(tmp_path):
-    res = runner.invoke(app, ["train", str(ROOT / "search_spaces/trial_quick.yaml"),
+    res = runner.invoke(app, ["train", str(ROOT / "search_spaces/trials/trial_quick.yaml"),
                               "--set", "model.norm=batchnorm", "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "model.norm" in res.output and "sphere" in res.output
     assert not (tmp_path / "o").exists()
@@ -25,13 +25,14 @@ def test_bad_override_exits_2_naming_the_key(tmp_path):
 def test_missing_file_and_unknown_key_exit_2(tmp_path):
     res = runner.invoke(app, ["train", str(tmp_path / "nope.yaml")])
     assert res.exit_code == 2 and "cannot read" in res.output
-    res = runner.invoke(app, ["train", str(ROOT / "search_spaces/trial_quick.yaml"),
+    res = runner.invoke(app, ["train", str(ROOT / "search_spaces/trials/trial_quick.yaml"),
                               "--set", "train.maxsteps=3"])
     assert res.exit_code == 2 and "train.maxsteps" in res.output and "max_steps" in res.output
 
 
 def test_train_writes_a_sweep_folder(tmp_path):
-    res = runner.invoke(app, ["train", str(ROOT / "search_spaces/trial_quick.yaml"), "--quiet",
+    trial = str(ROOT / "search_spaces/trials/trial_quick.yaml")
+    res = runner.invoke(app, ["train", trial, "--quiet",
                               "--set", "train.max_steps=20", "--set", "task.p=11",
                               "--set", "train.eval_every=10", "--out", str(tmp_path / "o")])
     assert res.exit_code == 0, res.output
@@ -46,8 +47,9 @@ def test_quick_trial_groks_as_a_real_command(tmp_path):
     env = dict(os.environ)
     out = tmp_path / "q"
     proc = subprocess.run(
-        [str(Path(sys.executable).parent / "sweepgrok"), "train", "search_spaces/trial_quick.yaml",
-         "--out", str(out), "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True,
+        [str(Path(sys.executable).parent / "sweepgrok"), "train",
+         "search_spaces/trials/trial_quick.yaml", "--out", str(out), "--quiet"],
+        cwd=ROOT, env=env, capture_output=True, text=True,
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr

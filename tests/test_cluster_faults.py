@@ -34,9 +34,9 @@ from conftest import TINY_BASE, wait_until, write_grid
 from ray_cluster import RAY, Cluster, descendants, kill_node, raylet_of, two_node_cluster
 from test_tune_e2e import assert_exactly_once, raw_rows
 
-from sweepgrok.config import nest
-from sweepgrok.sink import read_metrics, read_runs
-from sweepgrok.spaces import load_grid
+from sweepgrok.config.grid_file import load_grid
+from sweepgrok.config.trial import nest
+from sweepgrok.store.sink import read_metrics, read_runs
 from sweepgrok.tune.callback import TUNE_DIR
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,5 @@
-"""sweepgrok.comparisons: per-stratum baselines, informative censoring, exact p, Holm, paired
+"""sweepgrok.analysis.comparisons: per-stratum baselines, informative censoring, exact p, Holm,
+paired
 seeds and thresholds the runs could not see, on hand-built run summaries."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sweepgrok import comparisons, stats
+from sweepgrok.analysis import comparisons, stats
 
 
 def summary_of(runs: list[dict[str, Any]]) -> pd.DataFrame:

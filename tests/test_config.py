@@ -3,7 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
-from sweepgrok.config import (
+from sweepgrok.config.trial import (
     Config,
     ConfigError,
     all_keys,

@@ -4,8 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sweepgrok.config import SECTIONS, all_keys, describe_keys
-from sweepgrok.config_docs import REGENERATE, allowed_text, render, section_table, type_name
+from sweepgrok.config.docs import REGENERATE, allowed_text, render, section_table, type_name
+from sweepgrok.config.trial import SECTIONS, all_keys, describe_keys
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "config.md"
@@ -48,7 +48,7 @@ def test_pipes_in_docstrings_do_not_split_a_table_row():
 
 def test_module_prints_the_reference():
     out = subprocess.run(
-        [sys.executable, "-m", "sweepgrok.config_docs"],
+        [sys.executable, "-m", "sweepgrok.config.docs"],
         cwd=ROOT, capture_output=True, text=True, check=True,
     ).stdout
     assert out == render()

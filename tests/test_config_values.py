@@ -15,16 +15,16 @@ from conftest import assert_each_refuses, one_line_error
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
-from sweepgrok.config import (
+from sweepgrok.config.tasks import TASKS, make_split
+from sweepgrok.config.trial import (
     MAX_SEED,
     ConfigError,
     device_problem,
     from_flat,
     parse_overrides,
 )
-from sweepgrok.sink import ParquetSink
-from sweepgrok.tasks import TASKS, make_split
-from sweepgrok.trainer import train
+from sweepgrok.store.sink import ParquetSink
+from sweepgrok.train.trainer import train
 
 runner = CliRunner()
 TINY = {

@@ -283,7 +283,7 @@ def test_train_on_a_full_disk_exits_1_and_resume_goes_on(
 
     out = tmp_path / "o"
     args = [
-        "train", ROOT / "search_spaces/trial_quick.yaml", "--quiet", "--out", out,
+        "train", ROOT / "search_spaces/trials/trial_quick.yaml", "--quiet", "--out", out,
         "--set", "train.max_steps=20", "--set", "task.p=11", "--set", "train.eval_every=10",
     ]  # fmt: skip
     monkeypatch.setattr(pq, "write_table", disk_full)

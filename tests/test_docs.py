@@ -62,7 +62,7 @@ def test_the_readme_tour_has_yaml_examples():
 def test_yaml_examples_validate(page, index, block, tmp_path):
     # Beside copies of search_spaces/ and of the page's other examples (by their "# NAME.yaml"
     # first line), so that `base: trial_quick.yaml` or `base: trial.yaml` resolves.
-    for spec in (ROOT / "search_spaces").glob("*.yaml"):
+    for spec in (ROOT / "search_spaces").glob("*/*.yaml"):
         shutil.copy(spec, tmp_path / spec.name)
     for other_page, _, other in EXAMPLES:
         named = NAMED.match(other)

@@ -7,14 +7,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sweepgrok import evaluation
-from sweepgrok import fourier_losses as fl
-from sweepgrok.config import from_flat
-from sweepgrok.models import build_model
-from sweepgrok.progress import LAYER_GROUPS
-from sweepgrok.sink import GEOMETRY_SCHEMA, ListSink
-from sweepgrok.tasks import operation_table, with_eq
-from sweepgrok.trainer import Trainer, train
+from sweepgrok.config.tasks import operation_table, with_eq
+from sweepgrok.config.trial import from_flat
+from sweepgrok.store.sink import GEOMETRY_SCHEMA, ListSink
+from sweepgrok.train import evaluation
+from sweepgrok.train import fourier_losses as fl
+from sweepgrok.train.models import build_model
+from sweepgrok.train.progress_measures import LAYER_GROUPS
+from sweepgrok.train.trainer import Trainer, train
 
 TINY = {
     "task.p": 11, "task.train_fraction": 0.6, "model.d_model": 4, "model.n_heads": 2,

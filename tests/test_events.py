@@ -1,4 +1,4 @@
-"""sweepgrok.events: the incremental tracker (trainer, search) and the vectorised version
+"""sweepgrok.train.events: the incremental tracker (trainer, search) and the vectorised version
 (statistics) define the same events."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sweepgrok import events
+from sweepgrok.train import events
 
 
 def tracked(steps, train, test, deff, fit=0.99, grok=0.99, fraction=0.5) -> events.RunTracker:

@@ -7,9 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sweepgrok.config import from_flat
-from sweepgrok.models import build_model
-from sweepgrok.tasks import make_split
+from sweepgrok.config.tasks import make_split
+from sweepgrok.config.trial import from_flat
+from sweepgrok.train.models import build_model
 
 SMALL = {"task.p": 11, "task.train_fraction": 0.5, "model.d_model": 16, "model.n_heads": 4,
          "model.d_mlp": 32}
@@ -108,14 +108,14 @@ def test_fast_path_members_do_not_mix():
 def test_per_example_scores_compute_the_plain_path(monkeypatch, norm, layers, e):
     """The scores of each example from its own query and key rows (the CUDA variant of the
     table path, forced here on the CPU) give the plain path's function, gradients included."""
-    import sweepgrok.models as models
+    import sweepgrok.train.models as models
 
     monkeypatch.setattr(models, "per_example_scores", lambda table, idx: True)
     _compare(norm, "softmax", "linear", layers, e, torch.float64, rtol=1e-10, atol=1e-12)
 
 
 def test_per_example_scores_give_the_table_paths_attention_weights(monkeypatch):
-    import sweepgrok.models as models
+    import sweepgrok.train.models as models
 
     cfg = from_flat({**SMALL, "model.norm": "layernorm"})
     model = build_model(cfg, [3, 4]).double()
@@ -130,7 +130,7 @@ def test_per_example_scores_give_the_table_paths_attention_weights(monkeypatch):
 
 
 def test_per_example_scores_are_used_only_on_cuda_while_gathers_are_products():
-    from sweepgrok.models import ONE_HOT_BYTES, per_example_scores
+    from sweepgrok.train.models import ONE_HOT_BYTES, per_example_scores
 
     table = torch.zeros(2, 342, 128)
     assert not per_example_scores(table, torch.zeros(2, 3830, 3, dtype=torch.long))

@@ -7,9 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sweepgrok import definitions
-from sweepgrok import fourier_losses as fl
-from sweepgrok.tasks import operation_table
+from sweepgrok.analysis import definitions
+from sweepgrok.config.tasks import operation_table
+from sweepgrok.train import fourier_losses as fl
 
 P = 11
 

@@ -28,7 +28,8 @@ from sweepgrok.cli import app
 from sweepgrok.cli.validate import summarize
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = sorted((ROOT / "search_spaces").glob("*.yaml"))
+SHIPPED = sorted((ROOT / "search_spaces").glob("*/*.yaml"))
+"""Trial, grid and search files: search_spaces/<kind>/<name>.yaml."""
 SEED = 20261203
 MUTANTS_PER_FILE = 15
 CASE_SECONDS = 10
@@ -181,16 +182,21 @@ MUTATORS = [
 """Weighted: wrong types and byte flips reach the most code."""
 
 
+def shipped_name(path: Path) -> str:
+    """`path` relative to search_spaces/ (kind/name.yaml)."""
+    return path.relative_to(ROOT / "search_spaces").as_posix()
+
+
 def mutants() -> list[Mutant]:
     rng = random.Random(SEED)
-    out = [Mutant(p.name, "unmutated", p.read_bytes(), False) for p in SHIPPED]
+    out = [Mutant(shipped_name(p), "unmutated", p.read_bytes(), False) for p in SHIPPED]
     for path in SHIPPED:
         text = path.read_text()
         for _ in range(MUTANTS_PER_FILE):
             mutate = rng.choice(MUTATORS)
             data, must_fail = mutate(rng, yaml.safe_load(text), text)
             raw = data if isinstance(data, bytes) else data.encode()
-            out.append(Mutant(path.name, mutate.__name__, raw, must_fail))
+            out.append(Mutant(shipped_name(path), mutate.__name__, raw, must_fail))
     return out
 
 
@@ -227,7 +233,8 @@ def hard_deadline(seconds: float) -> Iterator[None]:
 )
 def test_validate_exits_0_or_2_without_a_traceback(folder: Path, index: int) -> None:
     case = CASES[index]
-    path = folder / f"mutant_{index}.yaml"
+    # Beside its source file, so that its `base:` path resolves.
+    path = folder / Path(case.source).parent / f"mutant_{index}.yaml"
     path.write_bytes(case.data)
     with hard_deadline(2 * CASE_SECONDS):
         res = CliRunner().invoke(app, ["validate", str(path)])
@@ -249,7 +256,8 @@ def test_validate_exits_0_or_2_without_a_traceback(folder: Path, index: int) -> 
 
 def test_every_shipped_file_is_a_case_and_validates(folder: Path) -> None:
     unmutated = [c for c in CASES if c.how == "unmutated"]
-    assert [c.source for c in unmutated] == [p.name for p in SHIPPED] and len(SHIPPED) >= 10
+    assert [c.source for c in unmutated] == [shipped_name(p) for p in SHIPPED]
+    assert len(SHIPPED) >= 10
     for case in unmutated:
         res = CliRunner().invoke(app, ["validate", str(folder / case.source)])
         assert res.exit_code == 0, res.output

@@ -9,11 +9,11 @@ from conftest import assert_each_refuses, checkpoint_without
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
-from sweepgrok.config import ConfigError, GeomDRConfig, GeomDRPenalty, from_flat
-from sweepgrok.ensemble import WarmSubspaces, geomdr_loss
-from sweepgrok.geometry import covariance_spectrum, geomdr_penalty, top_subspace
-from sweepgrok.sink import ListSink
-from sweepgrok.trainer import CheckpointError, Trainer, train
+from sweepgrok.config.trial import ConfigError, GeomDRConfig, GeomDRPenalty, from_flat
+from sweepgrok.store.sink import ListSink
+from sweepgrok.train.ensemble import WarmSubspaces, geomdr_loss
+from sweepgrok.train.geometry import covariance_spectrum, geomdr_penalty, top_subspace
+from sweepgrok.train.trainer import CheckpointError, Trainer, train
 
 F64 = torch.float64
 

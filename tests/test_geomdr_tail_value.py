@@ -13,9 +13,9 @@ import math
 import pytest
 import torch
 
-from sweepgrok import geometry as geo
-from sweepgrok.config import GeomDRConfig
-from sweepgrok.evaluation import _geomdr_eval
+from sweepgrok.config.trial import GeomDRConfig
+from sweepgrok.train import geometry as geo
+from sweepgrok.train.evaluation import _geomdr_eval
 
 N, D, K = 301, 32, 4  # N - 1 = 300 divides the hand-computed tails evenly
 

@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from sweepgrok.config import GeomDRConfig, GeomDRPenalty
-from sweepgrok.ensemble import geomdr_loss
-from sweepgrok.geometry import (
+from sweepgrok.config.trial import GeomDRConfig, GeomDRPenalty
+from sweepgrok.train.ensemble import geomdr_loss
+from sweepgrok.train.geometry import (
     above_chance,
     covariance,
     covariance_spectrum,

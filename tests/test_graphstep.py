@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import torch
 
-from sweepgrok.config import ConfigError, from_flat
-from sweepgrok.graphstep import capture_blockers, uses_graph
-from sweepgrok.sink import ListSink
-from sweepgrok.trainer import EvalReport, Trainer
+from sweepgrok.config.trial import ConfigError, from_flat
+from sweepgrok.store.sink import ListSink
+from sweepgrok.train.graphstep import capture_blockers, uses_graph
+from sweepgrok.train.trainer import EvalReport, Trainer
 
 SEEDS = [0, 1, 2, 3]
 # Groks (test acc >= 0.6) around step 130 for some seeds, not before 160 for others (the
@@ -98,7 +98,7 @@ def test_unknown_precision_names_the_allowed_values():
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without CUDA")
 def test_cuda_graph_on_where_torch_has_no_cuda_is_refused_before_training():
-    from sweepgrok.config import device_problem
+    from sweepgrok.config.trial import device_problem
 
     problem = device_problem("auto", "on")
     assert problem is not None and "train.cuda_graph: on" in problem
@@ -258,7 +258,7 @@ def test_graph_runs_give_the_rows_of_eager_runs(over):
 
 @cuda
 def test_an_uncapturable_step_runs_eagerly_and_says_so_once(caplog):
-    caplog.set_level(logging.WARNING, logger="sweepgrok.graphstep")
+    caplog.set_level(logging.WARNING, logger="sweepgrok.train.graphstep")
     eager, _ = _cuda_run({"optim.batch_size": 64}, "off")
     graphed, trainer = _cuda_run({"optim.batch_size": 64}, "on")
     assert trainer.graphed is not None and trainer.graphed.captures == 0

@@ -1,5 +1,5 @@
 """Hostile input files through the real commands: each exits 2 with one line naming the file,
-never a traceback, never a hang (the limits are those of sweepgrok.yamlfile and spaces)."""
+never a traceback, never a hang (the limits are those of sweepgrok.config.yamlfile and spaces)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import yaml
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
-from sweepgrok.errors import QUOTE_LIMIT
-from sweepgrok.spaces import MAX_TRIALS
-from sweepgrok.yamlfile import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES
+from sweepgrok.config.grid_file import MAX_TRIALS
+from sweepgrok.config.yamlfile import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES
+from sweepgrok.core.errors import QUOTE_LIMIT
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +73,7 @@ def test_a_thousand_levels_of_nesting_is_refused_not_a_recursion_error(tmp_path)
 
 
 def test_markup_in_keys_names_and_values_is_printed_literally(tmp_path):
-    trial = ROOT / "search_spaces/trial_quick.yaml"
+    trial = ROOT / "search_spaces/trials/trial_quick.yaml"
     code, out = run("train", str(trial), "--set", "[/]=1")
     assert code == 2 and "unknown key '[/]'" in out
     named = write(tmp_path, yaml.safe_dump({"name": "[/]", "grid": {"model.norm": ["none"]}}))

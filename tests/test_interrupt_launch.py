@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM on `sweepgrok launch` and `sweepgrok search` (sweepgrok.interrupt).
+"""Ctrl-C and SIGTERM on `sweepgrok launch` and `sweepgrok search` (sweepgrok.core.interrupt).
 
 Real signals to real processes: the signal module's contract in a small script (fast), the
 driver callback's bookkeeping with stand-in trials (fast), then a grid and a search on a real
@@ -23,7 +23,7 @@ import yaml
 from conftest import TINY_BASE, stop_pids, tagged_pids, wait_until, write_grid
 
 from sweepgrok.cli.interrupted import continue_command, kept
-from sweepgrok.sink import read_metrics, read_runs
+from sweepgrok.store.sink import read_metrics, read_runs
 
 SWEEPGROK = str(Path(sys.executable).parent / "sweepgrok")
 PART_FOLDERS = ("runs", "metrics", "geometry")
@@ -33,7 +33,7 @@ PART_FOLDERS = ("runs", "metrics", "geometry")
 SCRIPT = """
 import sys, time
 from pathlib import Path
-from sweepgrok import interrupt
+from sweepgrok.core import interrupt
 
 mode, out = sys.argv[1], Path(sys.argv[2])
 with interrupt.handling():
@@ -117,8 +117,8 @@ def test_continue_command_keeps_the_options_that_matter(tmp_path: Path) -> None:
 def test_a_stopped_trial_is_interrupted_in_the_outcome_the_view_and_the_heartbeat(
     tmp_path: Path,
 ) -> None:
-    from sweepgrok.heartbeat import Heartbeat
-    from sweepgrok.heartbeat import read as read_heartbeat
+    from sweepgrok.store.heartbeat import Heartbeat
+    from sweepgrok.store.heartbeat import read as read_heartbeat
     from sweepgrok.tune.callback import ParquetCallback
     from sweepgrok.tune.progress import LiveView, progress_table
 
@@ -163,7 +163,7 @@ def no_half_written_files(sweep: Path) -> None:
 
 
 def heartbeat_trials(sweep: Path) -> dict[str, int]:
-    from sweepgrok.heartbeat import read
+    from sweepgrok.store.heartbeat import read
 
     doc = read(sweep)
     return (doc or {}).get("trials") or {}
@@ -236,7 +236,7 @@ def test_ctrl_c_on_launch_keeps_the_rows_says_how_to_continue_and_resume_finishe
 def test_sigterm_twice_on_search_ends_at_once_and_resume_finishes_the_study(
     tmp_path: Path, ray_env: dict[str, str]
 ) -> None:
-    from sweepgrok import study as S
+    from sweepgrok.search import study as S
 
     doc = {
         "name": "term",

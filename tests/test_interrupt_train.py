@@ -21,7 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
-from sweepgrok.sink import read_runs
+from sweepgrok.store.sink import read_runs
 
 ROOT = Path(__file__).parents[1]
 SWEEPGROK = str(Path(sys.executable).parent / "sweepgrok")
@@ -209,7 +209,7 @@ def test_resume_refuses_another_trial_and_leaves_an_ended_one_alone(trial, whole
 
 
 def test_handling_with_cleanup_records_then_raises_then_exits_at_once():
-    from sweepgrok.interrupt import Interrupted, handling
+    from sweepgrok.core.interrupt import Interrupted, handling
 
     before = signal.getsignal(signal.SIGINT)
     with handling("stopping soon", cleanup=True) as intr:
@@ -225,7 +225,7 @@ def test_handling_with_cleanup_records_then_raises_then_exits_at_once():
     # A third ends the process at once, inside any cleanup, with the first signal's status.
     code = (
         "import signal\n"
-        "from sweepgrok.interrupt import handling\n"
+        "from sweepgrok.core.interrupt import handling\n"
         "with handling('x', cleanup=True):\n"
         "    signal.raise_signal(signal.SIGINT)\n"
         "    try:\n"
@@ -243,9 +243,9 @@ def test_handling_with_cleanup_records_then_raises_then_exits_at_once():
 def test_a_checkpoint_where_a_run_ended_does_not_train_it_again(tmp_path):
     # on_eval runs before the trainer drops the runs that ended at that evaluation, so the
     # checkpoint holds them as active: resumed, they must stay ended (no second run row).
-    from sweepgrok.config import from_flat
-    from sweepgrok.sink import ListSink
-    from sweepgrok.trainer import train
+    from sweepgrok.config.trial import from_flat
+    from sweepgrok.store.sink import ListSink
+    from sweepgrok.train.trainer import train
 
     cfg = from_flat({"task.p": 11, "model.d_model": 16, "model.n_heads": 2, "model.d_mlp": 32,
                      "geometry.sample": 32, "train.max_steps": 60, "train.eval_every": 10,
@@ -282,10 +282,10 @@ def test_the_bar_counts_runs_that_reached_the_threshold_without_stop_after_grok(
     # grokked says 0 all along. The bar counts every run whose test accuracy reached
     # train.grok_threshold at an evaluation so far.
     from sweepgrok.cli.train import _Progress
-    from sweepgrok.config import from_flat
-    from sweepgrok.events import reached
-    from sweepgrok.sink import ListSink
-    from sweepgrok.trainer import train
+    from sweepgrok.config.trial import from_flat
+    from sweepgrok.store.sink import ListSink
+    from sweepgrok.train.events import reached
+    from sweepgrok.train.trainer import train
 
     theta = 0.1  # above chance (1/11) for some seeds of this tiny model from step 0 on
     cfg = from_flat({"task.p": 11, "model.d_model": 16, "model.n_heads": 2, "model.d_mlp": 32,

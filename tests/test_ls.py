@@ -20,7 +20,7 @@ import pytest
 from conftest import one_line_error
 from test_cli_analyze import write_sweep
 
-from sweepgrok.sink import ParquetSink, read_table
+from sweepgrok.store.sink import ParquetSink, read_table
 
 DATA = Path(__file__).parent / "data"
 WRITTEN = 1_700_000_000  # 2023-11-14T22:13:20Z: each sweep's files get a known write time

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from sweepgrok.config import from_flat
-from sweepgrok.models import Norm, build_model, gather_rows, gather_rows_one_hot, n_params
-from sweepgrok.tasks import make_split
+from sweepgrok.config.tasks import make_split
+from sweepgrok.config.trial import from_flat
+from sweepgrok.train.models import Norm, build_model, gather_rows, gather_rows_one_hot, n_params
 
 P1 = {"task.p": 113, "model.d_model": 128, "model.n_heads": 4, "model.d_mlp": 512}
 

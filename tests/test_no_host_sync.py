@@ -16,9 +16,9 @@ import pytest
 import torch
 
 import sweepgrok
-from sweepgrok.config import from_flat
-from sweepgrok.geometry import geomdr_lambda
-from sweepgrok.trainer import Trainer
+from sweepgrok.config.trial import from_flat
+from sweepgrok.train.geometry import geomdr_lambda
+from sweepgrok.train.trainer import Trainer
 
 PACKAGE = str(Path(sweepgrok.__file__).resolve().parent)
 READS = ("item", "tolist", "numpy", "cpu", "__bool__", "__float__", "__int__", "__index__")

@@ -1,4 +1,5 @@
-"""sweepgrok.plots: every figure is written as a readable PNG (or SVG/PDF), including censored
+"""sweepgrok.analysis.plots: every figure is written as a readable PNG (or SVG/PDF), including
+censored
 edge cases; long labels and many groups never squeeze the plot or fall off the figure."""
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
 
-from sweepgrok import plots, stats
-from sweepgrok.sink import ParquetSink
+from sweepgrok.analysis import plots, stats
+from sweepgrok.store.sink import ParquetSink
 
 EVAL = 100
 

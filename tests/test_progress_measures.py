@@ -1,4 +1,5 @@
-"""Progress measures (sweepgrok.progress) against hand computations: per-group weight norms,
+"""Progress measures (sweepgrok.train.progress_measures) against hand computations: per-group
+weight norms,
 logit norm, softmax-collapse share, attention entropy per head, test-split D_eff; their rows
 per member, and a Parquet folder of both architectures read back by pandas and DuckDB."""
 
@@ -9,11 +10,18 @@ import pandas as pd
 import pytest
 import torch
 
-from sweepgrok import evaluation, progress
-from sweepgrok.config import from_flat
-from sweepgrok.geometry import effective_dimension
-from sweepgrok.sink import GEOMETRY_SCHEMA, METRICS_SCHEMA, ListSink, ParquetSink, read_geometry
-from sweepgrok.trainer import Trainer, train
+from sweepgrok.config.trial import from_flat
+from sweepgrok.store.sink import (
+    GEOMETRY_SCHEMA,
+    METRICS_SCHEMA,
+    ListSink,
+    ParquetSink,
+    read_geometry,
+)
+from sweepgrok.train import evaluation
+from sweepgrok.train import progress_measures as progress
+from sweepgrok.train.geometry import effective_dimension
+from sweepgrok.train.trainer import Trainer, train
 
 TINY = {
     "task.p": 11, "task.train_fraction": 0.6, "model.d_model": 4, "model.n_heads": 2,

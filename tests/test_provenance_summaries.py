@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import provenance
-from sweepgrok.sink import read_runs
+from sweepgrok.store.sink import read_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "data" / "fixture_sweep_v0.1.0"

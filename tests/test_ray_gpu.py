@@ -24,8 +24,8 @@ from conftest import TINY_BASE, write_grid
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
-from sweepgrok.sink import read_runs
-from sweepgrok.spaces import Resources, load_grid
+from sweepgrok.config.grid_file import Resources, load_grid
+from sweepgrok.store.sink import read_runs
 from sweepgrok.tune.cluster import Node, capacity_problem
 from sweepgrok.tune.devices import NoCudaInTrial, TrialDevice, resolve
 

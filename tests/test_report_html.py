@@ -20,7 +20,7 @@ import pytest
 from test_cli_analyze import GROKS, write_sweep
 from typer.testing import CliRunner
 
-from sweepgrok import definitions
+from sweepgrok.analysis import definitions
 from sweepgrok.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -193,7 +193,8 @@ def test_the_definitions_are_the_list_in_the_docs() -> None:
         return " ".join(text.split())
 
     assert words(found.group(1)) == words(definitions.markdown()), (
-        "docs/statistics.md and sweepgrok/definitions.py differ: change one, copy it to the other"
+        "docs/statistics.md and sweepgrok/analysis/definitions.py differ: change one, "
+        "copy it to the other"
     )
 
 

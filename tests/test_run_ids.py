@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from pydantic import Field
 
-from sweepgrok.config import (
+from sweepgrok.config.trial import (
     ID_KEYS_0_1,
     SECTIONS,
     Config,
@@ -28,7 +28,7 @@ from sweepgrok.config import (
     from_flat,
     update,
 )
-from sweepgrok.sink import read_metrics, read_runs
+from sweepgrok.store.sink import read_metrics, read_runs
 
 DATA = Path(__file__).parent / "data"
 FIXTURE = "fixture_sweep_v0.1.0"

@@ -12,11 +12,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sweepgrok import objective
-from sweepgrok import study as S
 from sweepgrok.cli import app
-from sweepgrok.config import ConfigError, load_config
-from sweepgrok.search_file import load_search
+from sweepgrok.config.search_file import load_search
+from sweepgrok.config.trial import ConfigError, load_config
+from sweepgrok.search import objective
+from sweepgrok.search import study as S
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = {"geomdr": {"enabled": True}, "train": {"max_steps": 1000, "eval_every": 50}}
@@ -35,7 +35,7 @@ def write(tmp_path: Path, search: dict[str, Any] | None = None, **top: Any) -> P
 
 @pytest.mark.parametrize("name", ["quick_optuna.yaml", "geomdr_optuna.yaml"])
 def test_shipped_search_files_load(name):
-    spec = load_search(ROOT / "search_spaces" / name)
+    spec = load_search(ROOT / "search_spaces" / "searches" / name)
     assert spec.mode == "min" and spec.metric == "grok_step" and spec.time_cap
     assert {d.key for d in spec.space} >= {"geomdr.lambda_max", "geomdr.start_step"}
     assert spec.base["geomdr.enabled"] is True

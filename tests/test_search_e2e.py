@@ -3,8 +3,8 @@
 Most tests use a synthetic trainer with the real trainer's signature and rows (the events module's
 RunTracker and run_row, EvalReport's stop) whose grok step is a known function of the config:
 no torch, so the search itself is what is measured. The last test runs the real CLI on
-search_spaces/quick_optuna.yaml, then the optuna-dashboard command it printed, read back over
-the dashboard's HTTP API. Ray processes are tagged and stopped by PID (conftest.ray_env).
+search_spaces/searches/quick_optuna.yaml, then the optuna-dashboard command it printed, read back
+over the dashboard's HTTP API. Ray processes are tagged and stopped by PID (conftest.ray_env).
 
 Timeouts: about 3x the durations measured on 2 cores shared with other work (load ~10); the
 tests without a mark took under 40 s there.
@@ -35,12 +35,12 @@ from conftest import wait_until
 from ray_cluster import free_ports
 from typer.testing import CliRunner
 
-from sweepgrok import objective
-from sweepgrok import study as S
-from sweepgrok.config import load_config
-from sweepgrok.events import RunTracker, end_status, run_row
-from sweepgrok.search_file import load_search
-from sweepgrok.sink import read_metrics, read_runs
+from sweepgrok.config.search_file import load_search
+from sweepgrok.config.trial import load_config
+from sweepgrok.search import objective
+from sweepgrok.search import study as S
+from sweepgrok.store.sink import read_metrics, read_runs
+from sweepgrok.train.events import RunTracker, end_status, run_row
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -353,7 +353,7 @@ def test_cli_quick_optuna_prints_and_writes_the_best_schedule(tmp_path, ray_env)
         app,
         [
             "search",
-            str(ROOT / "search_spaces/quick_optuna.yaml"),
+            str(ROOT / "search_spaces/searches/quick_optuna.yaml"),
             "--storage",
             str(tmp_path),
             "--num-samples",

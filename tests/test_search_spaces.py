@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from sweepgrok.cli import app
 
-FILES = sorted((Path(__file__).parents[1] / "search_spaces").glob("*.yaml"))
+FILES = sorted((Path(__file__).parents[1] / "search_spaces").glob("*/*.yaml"))
 
 
 def test_there_are_files():

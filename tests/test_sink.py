@@ -6,8 +6,8 @@ import duckdb
 import pandas as pd
 import pytest
 
-from sweepgrok.config import Config, flatten
-from sweepgrok.sink import METRICS_SCHEMA, RUNS_SCHEMA, ParquetSink, read_metrics, read_runs
+from sweepgrok.config.trial import Config, flatten
+from sweepgrok.store.sink import METRICS_SCHEMA, RUNS_SCHEMA, ParquetSink, read_metrics, read_runs
 
 
 def _metric(run, step, acc, **kw):
@@ -61,7 +61,7 @@ def test_fast_dedupe_equals_pandas_keep_last():
     import numpy as np
     import pyarrow as pa
 
-    from sweepgrok.sink import dedupe
+    from sweepgrok.store.sink import dedupe
 
     rng = np.random.default_rng(0)
     n = 5000
@@ -81,7 +81,7 @@ def test_fast_dedupe_equals_pandas_keep_last():
 def test_a_failed_write_leaves_no_partial_file(tmp_path, monkeypatch, error):
     import pyarrow.parquet as pq
 
-    from sweepgrok.sink import PartWriteError
+    from sweepgrok.store.sink import PartWriteError
 
     sink = ParquetSink(tmp_path)
     sink.write_metrics([_metric("a", 0, 0.1)])
@@ -127,7 +127,7 @@ def test_readers_accept_narrower_numbers_and_numbers_as_text(tmp_path):
 def test_first_write_sink_passes_each_run_row_once():
     """A checkpoint at the evaluation where a run ended writes its run row; the trainer then
     hands on the same row: the folder must hold it once (seen on an H200, seeds 1 and 5)."""
-    from sweepgrok.sink import FirstWriteSink, ListSink
+    from sweepgrok.store.sink import FirstWriteSink, ListSink
 
     inner = ListSink()
     sink = FirstWriteSink(inner, {"metrics": set(), "geometry": set()})

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sweepgrok.config import ConfigError
-from sweepgrok.spaces import Resources, is_grid_doc, load_grid, read_common
+from sweepgrok.config.grid_file import Resources, is_grid_doc, load_grid, read_common
+from sweepgrok.config.trial import ConfigError
 
 BASE = {"task": {"p": 23}, "train": {"max_steps": 100}}
 

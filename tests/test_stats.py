@@ -1,4 +1,4 @@
-"""sweepgrok.stats on hand-built sweeps written as real Parquet through ParquetSink."""
+"""sweepgrok.analysis.stats on hand-built sweeps written as real Parquet through ParquetSink."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sweepgrok import comparisons, stats, survival
-from sweepgrok.sink import ParquetSink
+from sweepgrok.analysis import comparisons, stats, survival
+from sweepgrok.store.sink import ParquetSink
 
 
 def write_run(
@@ -271,7 +271,7 @@ def test_baseline_matching(censored_group: pd.DataFrame) -> None:
 
 def test_import_does_not_pull_ray_or_torch() -> None:
     code = (
-        "import sys, sweepgrok.stats; "
+        "import sys, sweepgrok.analysis.stats; "
         "bad = [m for m in ('ray', 'torch', 'optuna', 'matplotlib') if m in sys.modules]; "
         "print(bad); sys.exit(1 if bad else 0)"
     )

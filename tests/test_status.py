@@ -19,9 +19,9 @@ import yaml
 from conftest import TINY_BASE, one_line_error, write_grid
 from typer.testing import CliRunner
 
+from sweepgrok.analysis.sweepstatus import read_status
 from sweepgrok.cli import app
-from sweepgrok.sink import RUNS_SCHEMA, to_table, write_part
-from sweepgrok.sweepstatus import read_status
+from sweepgrok.store.sink import RUNS_SCHEMA, to_table, write_part
 
 runner = CliRunner()
 SWEEPGROK = str(Path(sys.executable).parent / "sweepgrok")
@@ -175,7 +175,8 @@ def test_watch_in_a_pipe_prints_again_and_ctrl_c_exits_130_with_one_line(sweep: 
 
 def test_status_reads_no_ray(sweep: Path) -> None:
     code = (
-        "import sys; from pathlib import Path; from sweepgrok.sweepstatus import read_status; "
+        "import sys; from pathlib import Path; "
+        "from sweepgrok.analysis.sweepstatus import read_status; "
         f"read_status(Path({str(sweep)!r})); sys.exit('ray' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -315,8 +316,8 @@ def test_a_driver_that_ended_every_trial_says_nothing_more(tmp_path: Path) -> No
 def test_the_sweep_file_copy_reads_from_any_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sweepgrok.spaces import load_grid
-    from sweepgrok.sweepdir import keep_sweep_file
+    from sweepgrok.config.grid_file import load_grid
+    from sweepgrok.store.sweepdir import keep_sweep_file
 
     project = tmp_path / "project"
     project.mkdir()

@@ -1,4 +1,4 @@
-"""sweepgrok.survival against hand computations and against R's survival package.
+"""sweepgrok.analysis.survival against hand computations and against R's survival package.
 
 tests/data/survival_reference_R.csv was made once with R 4.2 / survival 3.5 on the cases in
 tests/data/survival_cases.csv (`quantile(survfit(...), 0.5)` per group, `survdiff(...)$chisq`);
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sweepgrok import survival
+from sweepgrok.analysis import survival
 
 DATA = Path(__file__).parent / "data"
 NONE = np.zeros(0, bool)

@@ -17,9 +17,9 @@ from conftest import assert_each_refuses, one_line_error
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
-from sweepgrok.config import ConfigError
-from sweepgrok.search_file import load_search
-from sweepgrok.spaces import load_grid
+from sweepgrok.config.grid_file import load_grid
+from sweepgrok.config.search_file import load_search
+from sweepgrok.config.trial import ConfigError
 
 runner = CliRunner()
 BASE = {

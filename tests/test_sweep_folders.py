@@ -11,10 +11,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sweepgrok import study as S
 from sweepgrok.cli import app
-from sweepgrok.search_file import load_search
-from sweepgrok.sweepdir import MARKER, SWEEP_FILE
+from sweepgrok.config.search_file import load_search
+from sweepgrok.search import study as S
+from sweepgrok.store.sweepdir import MARKER, SWEEP_FILE
 
 runner = CliRunner()
 BASE = {
@@ -26,7 +26,7 @@ SEARCH = {
     "base": {"geomdr": {"enabled": True}, "train": {"max_steps": 1000, "eval_every": 50}},
     "search": {"space": {"geomdr.lambda_max": {"loguniform": [0.01, 1.0]}}},
 }
-TRIAL = Path(__file__).resolve().parents[1] / "search_spaces" / "trial_quick.yaml"
+TRIAL = Path(__file__).resolve().parents[1] / "search_spaces" / "trials" / "trial_quick.yaml"
 
 
 def grid_file(tmp_path: Path, **top: Any) -> Path:
@@ -62,7 +62,7 @@ def started(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[tuple[str, 
 
     monkeypatch.setattr("sweepgrok.cli.launch.run", fake_launch)
     monkeypatch.setattr("sweepgrok.cli.search.run", fake_search)
-    monkeypatch.setattr("sweepgrok.trainer.Trainer.run", fake_train)
+    monkeypatch.setattr("sweepgrok.train.trainer.Trainer.run", fake_train)
     return calls
 
 

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from sweepgrok.config import ConfigError, from_flat
-from sweepgrok.tasks import TASKS, Task, make_split, operation_table, s5_compose, s5_elements
+from sweepgrok.config.tasks import TASKS, Task, make_split, operation_table, s5_compose, s5_elements
+from sweepgrok.config.trial import ConfigError, from_flat
 
 
 def _lookup(name, p):
@@ -53,7 +53,7 @@ def test_split_seeded_by_data_seed_only():
 
 @pytest.mark.parametrize("name", [n for n, t in TASKS.items() if t.additive])
 def test_additive_tasks_answer_every_value_equally_often(name):
-    # What the restricted / excluded losses rely on (sweepgrok.fourier_losses): all p^2 pairs,
+    # What the restricted / excluded losses rely on (sweepgrok.train.fourier_losses): all p^2 pairs,
     # each answer p times.
     pairs, answers = operation_table(name, 7)
     assert len(pairs) == 49 and torch.bincount(answers, minlength=7).tolist() == [7] * 7

@@ -21,8 +21,8 @@ from conftest import TINY_BASE, one_line_error, write_grid
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
-from sweepgrok.sink import ListSink, read_table
-from sweepgrok.sweepdir import make_sweep_folder
+from sweepgrok.store.sink import ListSink, read_table
+from sweepgrok.store.sweepdir import make_sweep_folder
 from sweepgrok.trackers import MissingExtra, TrackerSpec
 from sweepgrok.trackers.base import (
     CONFIG_KEYS,
@@ -41,7 +41,7 @@ TINY = [f"{section}.{key}={value}" for section, keys in TINY_BASE.items()
 
 def train(tmp_path: Path, *trackers: str, seeds: str = "[1, 2]") -> Any:
     """`sweepgrok train` of the tiny trial (two packed seeds: two runs) into tmp_path/o."""
-    args = ["train", str(ROOT / "search_spaces/trial_quick.yaml"), "--quiet",
+    args = ["train", str(ROOT / "search_spaces/trials/trial_quick.yaml"), "--quiet",
             "--out", str(tmp_path / "o")]
     for item in [*TINY, f"train.seeds={seeds}"]:
         args += ["--set", item]
@@ -135,7 +135,7 @@ def test_launch_and_search_hand_the_trackers_to_the_driver(
         sweep_file = write_grid(tmp_path / "g.yaml", "g")
     else:
         monkeypatch.setattr(sweepgrok.tune.search, "run_search", driver)
-        sweep_file = ROOT / "search_spaces/quick_optuna.yaml"
+        sweep_file = ROOT / "search_spaces/searches/quick_optuna.yaml"
     res = runner.invoke(app, [command, str(sweep_file), "--storage", str(tmp_path),
                               "--tracker", "mlflow=sqlite:///x.db", "--tracker", "wandb"])
     assert isinstance(res.exception, Stop), res.output
@@ -477,7 +477,7 @@ def test_a_retried_trial_logs_each_step_once(
 ) -> None:
     from failing_trainer import fail_once
 
-    from sweepgrok.spaces import load_grid
+    from sweepgrok.config.grid_file import load_grid
     from sweepgrok.tune.grid import launch_grid
 
     grid = write_grid(tmp_path / "g.yaml", "trk", grid={"model.norm": ["none", "sphere"]},

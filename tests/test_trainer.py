@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from sweepgrok.config import from_flat, load_config
-from sweepgrok.sink import METRICS_SCHEMA, ListSink
-from sweepgrok.trainer import CHECKPOINT_FILE, CheckpointError, Trainer, eval_steps, train
+from sweepgrok.config.trial import from_flat, load_config
+from sweepgrok.store.sink import METRICS_SCHEMA, ListSink
+from sweepgrok.train.trainer import CHECKPOINT_FILE, CheckpointError, Trainer, eval_steps, train
 
 TINY = {
     "task.p": 11, "task.train_fraction": 0.6, "model.d_model": 16, "model.n_heads": 2,
@@ -191,7 +191,7 @@ def test_geomdr_off_matches_geomdr_that_never_starts():
 # 190 s measured on 2 heavily shared cores (1500 steps of the quick trial).
 @pytest.mark.timeout(600)
 def test_stop_after_grok_ends_the_run_at_its_grok_step():
-    cfg = load_config(Path(__file__).parents[1] / "search_spaces" / "trial_quick.yaml",
+    cfg = load_config(Path(__file__).parents[1] / "search_spaces" / "trials" / "trial_quick.yaml",
                       ["geometry.enabled=false", "train.max_steps=1500"])
     sink = ListSink()
     (row,) = train(cfg, sink)

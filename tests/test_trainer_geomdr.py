@@ -1,8 +1,8 @@
 """GeomDR inside the trainer: nothing changes before t_s, D_eff falls after it."""
 
-from sweepgrok.config import from_flat
-from sweepgrok.sink import ListSink
-from sweepgrok.trainer import train
+from sweepgrok.config.trial import from_flat
+from sweepgrok.store.sink import ListSink
+from sweepgrok.train.trainer import train
 
 BASE = {
     "task.p": 23, "task.train_fraction": 0.5, "model.arch": "mlp", "model.d_model": 16,

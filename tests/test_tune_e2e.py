@@ -23,9 +23,9 @@ from conftest import TINY_BASE, stop_pids, tagged_pids, wait_until, write_grid
 from failing_trainer import PLANNED, fail_once
 from ray_cluster import two_node_cluster
 
-from sweepgrok.sink import METRICS_SCHEMA, RUNS_SCHEMA, read_metrics, read_runs
-from sweepgrok.spaces import load_grid
-from sweepgrok.trainer import eval_steps
+from sweepgrok.config.grid_file import load_grid
+from sweepgrok.store.sink import METRICS_SCHEMA, RUNS_SCHEMA, read_metrics, read_runs
+from sweepgrok.train.trainer import eval_steps
 from sweepgrok.tune.callback import TUNE_DIR
 
 pytestmark = pytest.mark.slow

@@ -26,7 +26,7 @@ from analysis.verdicts import (
     Row,
     verdict,
 )
-from sweepgrok import comparisons
+from sweepgrok.analysis import comparisons
 
 
 def row(kind: str = "faster", **kw) -> Row:

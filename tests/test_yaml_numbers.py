@@ -1,7 +1,7 @@
 """Numbers as people write them (YAML 1.2 core schema), "did you mean" for a mistyped key (from
 a file or from --set, and saying which), and `sweepgrok --version`.
 
-Files and --set values go through the one strict loader (sweepgrok.yamlfile): `lr: 1e-3` is
+Files and --set values go through the one strict loader (sweepgrok.config.yamlfile): `lr: 1e-3` is
 0.001 as in every published config, while a value's type is still checked against its key.
 """
 
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from conftest import one_line_error, write_grid
 
-from sweepgrok.config import ConfigError, load_config, parse_overrides
-from sweepgrok.search_file import load_search
-from sweepgrok.spaces import load_grid
-from sweepgrok.yamlfile import parse
+from sweepgrok.config.grid_file import load_grid
+from sweepgrok.config.search_file import load_search
+from sweepgrok.config.trial import ConfigError, load_config, parse_overrides
+from sweepgrok.config.yamlfile import parse
 
 ROOT = Path(__file__).parents[1]
 
@@ -100,7 +100,7 @@ def test_grid_and_search_files_read_exponents_as_numbers(tmp_path: Path) -> None
     grid = load_grid(tmp_path / "g.yaml")
     assert [t.flat["optim.lr"] for t in grid.trials] == [0.001, 0.003]
     assert {t.flat["optim.weight_decay"] for t in grid.trials} == {0.5}
-    search = (ROOT / "search_spaces/quick_optuna.yaml").read_text()
+    search = (ROOT / "search_spaces/searches/quick_optuna.yaml").read_text()
     search = search.replace("lr: 1.0e-3", "lr: 1e-3").replace("[3.0e-4, 3.0e-3]", "[3e-4, 3e-3]")
     (tmp_path / "s.yaml").write_text(search)
     spec = load_search(tmp_path / "s.yaml")
@@ -151,7 +151,7 @@ def test_the_commands_say_where_a_mistyped_key_came_from(tmp_path: Path) -> None
     )
     trial.write_text("modle:\n  d_model: 64\n")
     assert "unknown key 'modle' (did you mean 'model'?)" in cli("validate", str(trial)).stderr
-    res = cli("train", str(ROOT / "search_spaces/trial_quick.yaml"), "--out",
+    res = cli("train", str(ROOT / "search_spaces/trials/trial_quick.yaml"), "--out",
               str(tmp_path / "o"), "--set", "model.d_modle=64")
     assert res.returncode == 2 and not (tmp_path / "o").exists()
     assert one_line_error(res.stderr).startswith(

@@ -16,7 +16,6 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from sweepgrok import interrupt
 from sweepgrok.cli.common import (
     Address,
     Fresh,
@@ -34,9 +33,10 @@ from sweepgrok.cli.common import (
     setup_logging,
 )
 from sweepgrok.cli.interrupted import continue_command, interrupted_exit, kept
-from sweepgrok.config import ConfigError
-from sweepgrok.search_file import SearchSpec, load_search
-from sweepgrok.sweepdir import delete_sweep_folder, keep_sweep_file, prepare_search_folder
+from sweepgrok.config.search_file import SearchSpec, load_search
+from sweepgrok.config.trial import ConfigError
+from sweepgrok.core import interrupt
+from sweepgrok.store.sweepdir import delete_sweep_folder, keep_sweep_file, prepare_search_folder
 
 console = plain_console()
 
@@ -105,7 +105,7 @@ def print_dashboard_command(record: dict[str, Any]) -> None:
     import importlib.util
     import shlex
 
-    from sweepgrok.study import DASHBOARD_EXTRA, dashboard_command
+    from sweepgrok.search.study import DASHBOARD_EXTRA, dashboard_command
 
     command = shlex.join(dashboard_command(record))
     if importlib.util.find_spec("optuna_dashboard") is None:
@@ -148,7 +148,7 @@ def search(
         keep_sweep_file(spec.settings, sweep_dir)  # creates the folder and its marker
     except ConfigError as err:
         raise fail(str(err)) from None
-    from sweepgrok.sink import PartWriteError
+    from sweepgrok.store.sink import PartWriteError
 
     print_dashboard_command(record)
     extra = [] if num_samples is None else ["--num-samples", str(num_samples)]
@@ -164,7 +164,7 @@ def search(
             raise fail(str(err)) from None
         except PartWriteError as err:  # the study and Tune's state are saved: --resume goes on
             raise cannot_write_rows(err, f"`{again}` continues") from None
-    from sweepgrok.study import finish, finished_count, load_study
+    from sweepgrok.search.study import finish, finished_count, load_study
 
     if interrupt.requested() is not None:
         # No summary or plot: the search is not over (--resume writes them when it is).
@@ -196,7 +196,7 @@ def run(
     resume_command: str = "",
 ) -> Any:
     """Persist the study record, then run the trials."""
-    from sweepgrok.study import write_study_record
+    from sweepgrok.search.study import write_study_record
     from sweepgrok.trackers import parse_trackers
     from sweepgrok.tune.search import run_search
 

@@ -22,8 +22,15 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from sweepgrok.sink import INTERRUPTED, METRICS_SCHEMA, RUN_FIELDS, RUNS_SCHEMA, Sink, to_table
-from sweepgrok.sweepdir import MARKER
+from sweepgrok.store.sink import (
+    INTERRUPTED,
+    METRICS_SCHEMA,
+    RUN_FIELDS,
+    RUNS_SCHEMA,
+    Sink,
+    to_table,
+)
+from sweepgrok.store.sweepdir import MARKER
 from sweepgrok.trackers.spec import MissingExtra, TrackerSpec
 
 log = logging.getLogger(__name__)
