@@ -182,27 +182,6 @@ def test_missing_or_empty_folder_exits_2(tmp_path: Path) -> None:
     )
 
 
-def test_report_script(
-    sweep: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
-) -> None:
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))  # `analysis` package
-    from analysis import report
-
-    out = tmp_path / "report"
-    argv = [str(sweep), "--out", str(out)]
-    assert report.main([*argv, "--baseline", "model.norm=none"]) == 0
-    text = (out / "report.md").read_text()
-    assert "## Grokking at test accuracy >= 0.95" in text and "| sphere | 3/3 100%" in text
-    assert (out / "figures" / "survival.png").is_file() and (out / "runs.csv").is_file()
-    capsys.readouterr()
-    assert report.main([*argv, "--by", "model.nrom"]) == 2
-    assert message(capsys.readouterr().err).startswith("error: --by: ")
-    with pytest.raises(SystemExit) as exit_info:
-        report.main([*argv, "--threshold", "0.9"])
-    assert exit_info.value.code == 2
-    assert message(capsys.readouterr().err).startswith("error: argument --threshold: ")
-
-
 def test_report_command_writes_the_same_report(sweep: Path, tmp_path: Path) -> None:
     out = tmp_path / "report"
     args = ["report", str(sweep), "--out", str(out), "--baseline", "model.norm=none"]

@@ -143,18 +143,6 @@ def test_report_refuses_a_damaged_part_before_writing_anything(
     assert result.exit_code == 0 and (out / "report.md").is_file()
 
 
-def test_the_report_script_refuses_a_damaged_part_too(
-    sweep: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
-) -> None:
-    monkeypatch.syspath_prepend(str(ROOT))  # the `analysis` package
-    from analysis import report
-
-    part = first_part(sweep, "metrics")
-    part.write_bytes(b"")
-    assert report.main([str(sweep), "--out", str(tmp_path / "r")]) == 2
-    assert f"metrics/{part.name}: an empty file" in message(capsys.readouterr().err)
-
-
 # ---- what the readers ignore, and folders that are missing ---------------------------------
 
 

@@ -1,7 +1,9 @@
 """Which module may import what, checked on the source (ast) of every module, imports inside
-functions included: Typer only in the CLI, the CLI from nowhere else, Ray only in
-sweepgrok/tune/, Optuna only in the study module and the Tune search module, the tracker
-libraries (optional extras) only in sweepgrok/trackers/."""
+functions included: the layers of docs/architecture.md (a folder of sweepgrok imports only its
+own folder and the folders below it; no module imports itself back through others), Typer only
+in the CLI, the CLI from nowhere else, Ray only in sweepgrok/tune/, Optuna only in the study
+module and the Tune search module, the tracker libraries (optional extras) only in
+sweepgrok/trackers/."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ OPTUNA_MODULES = {"sweepgrok/search/study.py", "sweepgrok/tune/search.py"}
 EXTRAS = ("mlflow", "wandb")
 """Optional extras: a base install has neither, so nothing outside sweepgrok/trackers/ may
 import them."""
+LAYERS = ("core", "config", "store", "train", "search", "analysis", "trackers", "tune", "cli")
+"""The folders of sweepgrok, bottom first: each may import its own folder and those before it."""
 ENTRY = "sweepgrok/__main__.py"
 """`python -m sweepgrok`: runs the CLI, so it imports it (and nothing else)."""
 
@@ -64,10 +68,45 @@ def broken_rules(path: str) -> list[str]:
     return [why for package, banned, why in rules if banned and imports(path, package)]
 
 
+def layer(path: str) -> str | None:
+    """The folder of sweepgrok that `path` lies in (None: outside them)."""
+    parts = path.split("/")
+    return parts[1] if parts[0] == "sweepgrok" and len(parts) > 2 else None
+
+
+def sweepgrok_imports(path: str) -> set[str]:
+    """The modules of sweepgrok (as paths) that `path` imports."""
+    out = set()
+    for name in imported((ROOT / path).read_text()):
+        parts = name.split(".")
+        for end in range(len(parts), 1, -1):  # the longest prefix that is a module
+            stem = "/".join(parts[:end])
+            found = [f"{stem}.py", f"{stem}/__init__.py"]
+            hit = next((f for f in found if f in MODULES), None)
+            if hit and parts[0] == "sweepgrok":
+                out.add(hit)
+                break
+    return out - {path}
+
+
+def layers_broken(path: str) -> list[str]:
+    """The imports of `path` that run up the layers."""
+    own = layer(path)
+    if own is None:
+        return []
+    return sorted(
+        f"{path} imports {other} ({layer(other)} is above {own})"
+        for other in sweepgrok_imports(path)
+        if layer(other) is not None and LAYERS.index(str(layer(other))) > LAYERS.index(own)
+    )
+
+
 def test_every_package_is_seen() -> None:
-    assert {"sweepgrok/cli/__init__.py", "sweepgrok/search/study.py", "analysis/report.py"} <= set(
+    assert {"sweepgrok/cli/__init__.py", "sweepgrok/search/study.py", "analysis/claims.py"} <= set(
         MODULES
     )
+    folders = {p.split("/")[1] for p in MODULES if p.startswith("sweepgrok/") and p.count("/") > 1}
+    assert folders == set(LAYERS)
     assert imports("sweepgrok/tune/search.py", "optuna")  # lazily, inside functions
     assert imports("sweepgrok/cli/search.py", "sweepgrok.tune")
     assert imports("sweepgrok/trackers/mlflow.py", "mlflow")  # and not mistaken for its own name
@@ -78,6 +117,33 @@ def test_every_package_is_seen() -> None:
 @pytest.mark.parametrize("path", MODULES)
 def test_module_keeps_the_import_rules(path: str) -> None:
     assert broken_rules(path) == []
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if layer(p)])
+def test_module_imports_only_its_layer_and_below(path: str) -> None:
+    assert layers_broken(path) == []
+
+
+def test_no_module_imports_itself_back() -> None:
+    graph = {path: sweepgrok_imports(path) for path in MODULES if path.startswith("sweepgrok/")}
+    done: set[str] = set()
+
+    def visit(path: str, trail: list[str]) -> None:
+        assert path not in trail, "import circle: " + " -> ".join([*trail, path])
+        if path in done:
+            return
+        for other in sorted(graph.get(path, ())):
+            visit(other, [*trail, path])
+        done.add(path)
+
+    for path in sorted(graph):
+        visit(path, [])
+
+
+def test_the_layer_checker_sees_an_import_up_and_a_circle() -> None:
+    assert sweepgrok_imports("sweepgrok/cli/search.py") >= {"sweepgrok/search/study.py"}
+    assert layer("sweepgrok/store/sink.py") == "store" and layer("sweepgrok/__main__.py") is None
+    assert "sweepgrok/analysis/plots.py" in sweepgrok_imports("sweepgrok/cli/search.py")
 
 
 def test_the_checker_sees_nested_and_dynamic_imports() -> None:

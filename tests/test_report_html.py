@@ -169,20 +169,6 @@ def test_a_screenshot_of_the_page_is_not_blank(report: Path, tmp_path: Path) -> 
     assert 0.001 < dark < 0.5  # some text and lines drawn on a light page
 
 
-def test_the_report_script_writes_the_html_too(
-    report: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
-) -> None:
-    monkeypatch.syspath_prepend(str(ROOT))  # the `analysis` package
-    from analysis import report as script
-
-    out = tmp_path / "r"
-    sweep = report.parent.parent / SWEEP_NAME
-    assert script.main([str(sweep), "--out", str(out), "--html", "--by", "model.norm"]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == f"wrote {out / 'report.html'}"
-    text = (out / "report.html").read_text(encoding="utf-8")
-    assert "--by model.norm --html" in text and text.count("<img ") == len(FIGURES)
-
-
 def test_the_definitions_are_the_list_in_the_docs() -> None:
     """docs/statistics.md shows the definitions the reports print (whitespace aside)."""
     docs = (ROOT / "docs" / "statistics.md").read_text()

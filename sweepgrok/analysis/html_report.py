@@ -19,7 +19,12 @@ from pathlib import Path
 import pandas as pd
 
 from sweepgrok.analysis import definitions, stats
-from sweepgrok.analysis.reporting import COLLAPSE_TITLE, ReportContent, figures_title, table_title
+from sweepgrok.analysis.report_content import (
+    COLLAPSE_TITLE,
+    ReportContent,
+    figures_title,
+    table_title,
+)
 from sweepgrok.analysis.tables import display_rows, legend
 from sweepgrok.store.provenance import git_commit, package_version
 

@@ -1,22 +1,27 @@
 """Turn sweep folders into a Markdown report with PNG figures and CSV tables, and on request one
 self-contained HTML file.
 
-Run as ``sweepgrok report SWEEP_DIR... --out DIR [--html]`` (or ``python -m analysis.report``, the
-same). Writes DIR/report.md, DIR/groups_<t>.csv (one per threshold), DIR/runs.csv (one row per
-run), DIR/figures/*.png and with --html DIR/report.html (sweepgrok.analysis.html_report). Reads
-Parquet only (sweepgrok.analysis.stats, sweepgrok.analysis.plots): no Ray, no torch.
+Run as ``sweepgrok report SWEEP_DIR... --out DIR [--html]``. Writes DIR/report.md,
+DIR/groups_<t>.csv (one per threshold), DIR/runs.csv (one row per run), DIR/figures/*.png and with
+--html DIR/report.html (sweepgrok.analysis.html_report). Reads Parquet only
+(sweepgrok.analysis.stats, sweepgrok.analysis.plots): no Ray, no torch.
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from sweepgrok.analysis import comparisons, definitions, plots, stats
+from sweepgrok.analysis.report_content import (
+    COLLAPSE_TITLE,
+    ReportContent,
+    figures_title,
+    table_title,
+)
 from sweepgrok.analysis.tables import Format, render
 from sweepgrok.train.events import GROK_THRESHOLDS
 
@@ -26,9 +31,6 @@ THRESHOLDS = GROK_THRESHOLDS
 
 HTML_FILE = "report.html"
 """The HTML report's name in the report folder."""
-
-COLLAPSE_TITLE = "Collapse and grokking"
-
 
 def _overview(summary: pd.DataFrame, sources: Sequence[str]) -> list[str]:
     status = summary.get("status", pd.Series(dtype=str)).fillna("no run row")
@@ -104,23 +106,6 @@ def report_thresholds(summary: pd.DataFrame, threshold: float | None) -> tuple[l
     return supported, own if own in supported else supported[0]
 
 
-
-
-@dataclass(frozen=True)
-class ReportContent:
-    """What the Markdown and the HTML report both show, computed once."""
-
-    summary: pd.DataFrame
-    keys: list[str]
-    notes: list[str]
-    """Paragraphs of inline Markdown above the tables (sweeps, run counts, grouping)."""
-    tables: dict[float, pd.DataFrame]
-    """Analysis table per threshold every run could see (sweepgrok.analysis.comparisons)."""
-    threshold: float
-    """The threshold of the figures and of the collapse table."""
-    collapse: tuple[list[str], list[list[str]]] | None
-    figures: list[Path]
-    sources: list[str]
 
 
 def write_report(
@@ -218,13 +203,3 @@ def _markdown(content: ReportContent) -> str:
     csvs = ", ".join(f"`groups_{stats.tag(t)}.csv`" for t in content.tables)
     lines += ["", f"Per-run values: `runs.csv`; group tables: {csvs}.", ""]
     return "\n".join(lines)
-
-
-def table_title(threshold: float) -> str:
-    """The heading of the analysis table at `threshold`."""
-    return f"Grokking at test accuracy >= {threshold:g}"
-
-
-def figures_title(threshold: float) -> str:
-    """The heading of the figures, which use one threshold."""
-    return f"Figures (grok = test accuracy >= {threshold:g})"

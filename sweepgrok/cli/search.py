@@ -36,7 +36,7 @@ from sweepgrok.cli.interrupted import continue_command, interrupted_exit, kept
 from sweepgrok.config.search_file import SearchSpec, load_search
 from sweepgrok.config.trial import ConfigError
 from sweepgrok.core import interrupt
-from sweepgrok.store.sweepdir import delete_sweep_folder, keep_sweep_file, prepare_search_folder
+from sweepgrok.store.sweepdir import delete_sweep_folder, keep_sweep_file
 
 console = plain_console()
 
@@ -62,6 +62,27 @@ def top_table(spec: SearchSpec, results: Any) -> Table:
         cells = [str(t.number), _fmt(t.value), "-" if capped is None else str(capped)]
         table.add_row(*cells, *(_fmt(t.params.get(k)) for k in keys))
     return table
+
+
+def plot_objective(spec: SearchSpec, sweep_dir: Path, results: Any) -> None:
+    """Draw <sweep>/objective.png (the objective per trial) into `results` once a trial has a
+    value; a slim install without matplotlib gets the reason instead."""
+    if results.summary["best_value"] is None:
+        return
+    from sweepgrok.search.study import PLOT_FILE, trial_values
+
+    try:
+        from sweepgrok.analysis.plots import plot_objective as draw
+
+        results.plot = draw(
+            trial_values(results.study, spec.budget),
+            sweep_dir / PLOT_FILE,
+            budget=spec.budget,
+            mode=spec.mode,
+            title=f"{results.study.study_name}: {spec.metric} ({spec.mode})",
+        )
+    except ImportError as err:  # matplotlib is a dependency, but a slim install may lack it
+        results.plot_error = str(err)
 
 
 def print_results(spec: SearchSpec, sweep_dir: Path, results: Any) -> None:
@@ -143,6 +164,8 @@ def search(
             num_samples=num_samples, max_concurrent=max_concurrent
         )
         sweep_dir = spec.sweep_dir(storage)
+        from sweepgrok.search.study import prepare_search_folder
+
         record = prepare_search_folder(spec, sweep_dir, resume=resume, fresh=fresh)
         new_folder = not sweep_dir.exists()
         keep_sweep_file(spec.settings, sweep_dir)  # creates the folder and its marker
@@ -174,6 +197,7 @@ def search(
         raise interrupted_exit(what, sweep_dir.resolve(), again, nothing_left=left <= 0)
 
     results = finish(spec, sweep_dir, record)
+    plot_objective(spec, sweep_dir, results)
     print_results(spec, sweep_dir, results)
     print_dashboard_command(record)
     done = finished_count(results.study)

@@ -1,4 +1,4 @@
-"""The one style of a user-error message, shared by the CLI and ``python -m analysis.report``.
+"""The one style of a user-error message, shared by the commands and the analysis/ scripts.
 
     error: <file or option>: <key>: <message>        (on stderr; exit code 2)
 

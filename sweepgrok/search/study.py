@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, get_args
 from sweepgrok.config.search_file import Dist, SearchSpec, StudyStorage
 from sweepgrok.config.trial import ConfigError
 from sweepgrok.search.objective import compute_saved
+from sweepgrok.store.sweepdir import FolderError, check_sweep_path, delete_sweep_folder, has_runs
 
 if TYPE_CHECKING:
     import optuna
@@ -307,6 +308,38 @@ def trial_values(study: optuna.Study, budget: int) -> list[tuple[int, float, boo
     ]
 
 
+def prepare_search_folder(
+    spec: SearchSpec, sweep_dir: Path, *, resume: bool, fresh: bool
+) -> dict[str, Any]:
+    """The study to use: the folder's own on ``resume``, else a new uniquely named one.
+
+    ``fresh`` deletes the folder first. Raises FolderError when the folder holds another sweep,
+    a study without ``resume``, or a study whose search changed since it began.
+    """
+    if fresh:
+        delete_sweep_folder(sweep_dir)
+    check_sweep_path(sweep_dir)
+    record = read_study_record(sweep_dir)
+    if record is None:
+        if has_runs(sweep_dir):
+            raise FolderError(
+                f"{sweep_dir}: holds a sweep that is not an Optuna search: use --fresh "
+                "to delete it, or another name / --storage"
+            )
+        return new_study_record(spec, sweep_dir)
+    if not resume:
+        raise FolderError(
+            f"{sweep_dir}: already holds study {record['study_name']}: pass --resume to "
+            "continue it, or --fresh to delete it and start over"
+        )
+    if record.get("fingerprint") != fingerprint(spec):
+        raise FolderError(
+            f"{spec.settings.source}: base, search.space, metric or mode changed since "
+            f"study {record['study_name']} began: --fresh starts a new study"
+        )
+    return record
+
+
 @dataclass
 class Results:
     """Everything `sweepgrok search` prints and writes at the end of a session."""
@@ -324,7 +357,8 @@ class Results:
 def finish(
     spec: SearchSpec, sweep_dir: Path, record: Mapping[str, Any], top_k: int = 10
 ) -> Results:
-    """Write best_trial.yaml, the summary JSON and the plot; return what the CLI prints.
+    """Write best_trial.yaml and the summary JSON; return what the CLI prints (which draws the
+    plot: figures belong to sweepgrok.analysis).
 
     Compute accounting reads the sweep's Parquet runs/ (the record across every session).
     """
@@ -340,16 +374,4 @@ def finish(
         return res
     res.best_yaml = sweep_dir / BEST_FILE
     res.best_yaml.write_text(best_config_yaml(spec, study))
-    try:
-        from sweepgrok.analysis.plots import plot_objective
-
-        res.plot = plot_objective(
-            trial_values(study, spec.budget),
-            sweep_dir / PLOT_FILE,
-            budget=spec.budget,
-            mode=spec.mode,
-            title=f"{study.study_name}: {spec.metric} ({spec.mode})",
-        )
-    except ImportError as err:  # matplotlib is a dependency, but a slim install may lack it
-        res.plot_error = str(err)
     return res

@@ -25,7 +25,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from sweepgrok.config.search_file import SearchSpec
 from sweepgrok.config.trial import ConfigError
 
 SWEEP_FILE = "sweep.yaml"
@@ -176,40 +175,6 @@ def prepare_grid_folder(sweep_dir: Path, *, resume: bool, fresh: bool) -> None:
     elif resume and has_runs(sweep_dir) and not (sweep_dir / "tune" / "tuner.pkl").exists():
         # New trials would get new run ids and count every finished run twice.
         raise FolderError(f"{sweep_dir}: holds rows but no Ray Tune state to resume from (tune/)")
-
-
-def prepare_search_folder(
-    spec: SearchSpec, sweep_dir: Path, *, resume: bool, fresh: bool
-) -> dict[str, Any]:
-    """The study to use: the folder's own on ``resume``, else a new uniquely named one.
-
-    ``fresh`` deletes the folder first. Raises FolderError when the folder holds another sweep,
-    a study without ``resume``, or a study whose search changed since it began.
-    """
-    from sweepgrok.search.study import fingerprint, new_study_record, read_study_record
-
-    if fresh:
-        delete_sweep_folder(sweep_dir)
-    check_sweep_path(sweep_dir)
-    record = read_study_record(sweep_dir)
-    if record is None:
-        if has_runs(sweep_dir):
-            raise FolderError(
-                f"{sweep_dir}: holds a sweep that is not an Optuna search: use --fresh "
-                "to delete it, or another name / --storage"
-            )
-        return new_study_record(spec, sweep_dir)
-    if not resume:
-        raise FolderError(
-            f"{sweep_dir}: already holds study {record['study_name']}: pass --resume to "
-            "continue it, or --fresh to delete it and start over"
-        )
-    if record.get("fingerprint") != fingerprint(spec):
-        raise FolderError(
-            f"{spec.settings.source}: base, search.space, metric or mode changed since "
-            f"study {record['study_name']} began: --fresh starts a new study"
-        )
-    return record
 
 
 def keep_sweep_file(settings: Any, sweep_dir: Path) -> Path:
