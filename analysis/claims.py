@@ -36,7 +36,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import provenance, restat, verdicts
+from analysis import provenance_summaries as provenance
+from analysis import restat, verdicts
 from analysis.verdicts import Row
 from sweepgrok.analysis.comparisons import analysis_table, baseline_mask, parse_baseline
 from sweepgrok.analysis.stats import AnalysisError, group_label, times_and_censoring, varying_keys

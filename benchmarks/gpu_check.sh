@@ -51,7 +51,7 @@ if [ "$dry" = 1 ]; then
     tiny=(--set task.p=23 --set model.d_model=32 --set model.d_mlp=64)
     trainer_args=(--threads 1 --rounds 2 --steps 1 "${tiny[@]}")
     seeds_args=(--members 1 2 --repeats 2 --steps 1 "${tiny[@]}")
-    test_args=(tests/test_benchmarks.py)
+    test_args=(tests/project/test_benchmarks.py)
     caps=(bench_trainer=120 bench_seeds=120 ray_grid=240 tests=240)
 else
     py=${PYTHON:-python3}

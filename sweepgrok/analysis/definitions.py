@@ -1,8 +1,8 @@
 """The definitions of every number a report shows, written once.
 
 The Markdown report, the HTML report and the definitions list of docs/statistics.md show this
-text (tests/test_report_html.py fails when the docs' list differs from it). Inline Markdown only:
-`code` and **bold**, which the HTML report turns into tags.
+text (tests/analysis/test_html_report.py fails when the docs' list differs from it). Inline
+Markdown only: `code` and **bold**, which the HTML report turns into tags.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ KEY_LABELS = {
     "grokfast.kind": "Grokfast",
     "optim.loss": "loss",
     "optim.perpendicular_grad": "perp grad",
-    "accelerator.arm": "arm",  # derived by analysis/accelerators.py: the lever a run pulls
+    "accelerator.arm": "arm",  # derived by analysis/accelerator_summary.py: the lever a run pulls
     "train.seed": "seed",
     "train.max_steps": "budget",
 }

@@ -2,8 +2,8 @@
 
 One table per section (key, type, default, allowed values, description), built from the pydantic
 fields of ``sweepgrok.config.trial``, so the reference cannot drift from the code. Regenerate with
-``python -m sweepgrok.config.docs > docs/config.md``; tests/test_config_docs.py fails when the
-committed file is stale.
+``python -m sweepgrok.config.docs > docs/config.md``; tests/config/test_config_docs.py fails when
+the committed file is stale.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ attention (Q/K/V/O without bias, no causal mask) and a ReLU MLP with biases; the
 the stream after the embedding, after ``h + attn(h)`` and after ``h + mlp(h)``; readout at the
 last position; unembedding without bias (linear) or ``tau * cos(h, w_c)`` (cosine).
 
-Two forward paths compute the same function (``tests/test_fast_path.py`` proves it):
+Two forward paths compute the same function (``tests/train/test_models_fast_path.py`` proves it):
 
 - ``fast=False``, the plain reference: every position goes through every block.
 - ``fast=True`` (default) skips work that cannot change the logits, exactly:

@@ -3,8 +3,8 @@ search_spaces/, the members of every grid's first trials, and one non-default va
 
     .venv/bin/python tests/data/make_run_ids.py
 
-Written once per version to tests/data/run_ids_v<version>.json; tests/test_run_ids.py checks
-that later versions give every config recorded there the same id. Each entry is the config's
+Written once per version to tests/data/run_ids_v<version>.json; tests/robustness/test_run_ids.py
+checks that later versions give every config recorded there the same id. Each entry is the config's
 non-default keys (JSON values) and its id.
 """
 
