@@ -44,7 +44,7 @@ from sweepgrok.analysis.stats import (
     speedup_bound,
     times_and_censoring,
 )
-from sweepgrok.train.events import GROK_THRESHOLDS, tag
+from sweepgrok.config.thresholds import DEFAULT_GROK_THRESHOLD, GROK_THRESHOLDS, tag
 
 # ---------------------------------------------------------------- the baseline
 
@@ -222,7 +222,7 @@ def compare(
     baseline: str | Mapping[str, str],
     by: Sequence[str] | None = None,
     *,
-    threshold: float = 0.99,
+    threshold: float = DEFAULT_GROK_THRESHOLD,
     paired: bool = False,
     n_boot: int = 2000,
     seed: int = 0,
@@ -318,7 +318,7 @@ def analysis_table(
     **kwargs: Any,
 ) -> pd.DataFrame:
     """group_summary, plus compare's columns when a baseline is given (kwargs go to both)."""
-    check_threshold(summary, kwargs.get("threshold", 0.99))
+    check_threshold(summary, kwargs.get("threshold", DEFAULT_GROK_THRESHOLD))
     keys = resolve_by(summary, by)
     table = group_summary(summary, keys, **kwargs)
     if baseline is None:

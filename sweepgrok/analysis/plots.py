@@ -32,6 +32,7 @@ from scipy import stats as sps
 
 from sweepgrok.analysis import stats
 from sweepgrok.analysis.labels import key_labels
+from sweepgrok.config.thresholds import DEFAULT_GROK_THRESHOLD
 from sweepgrok.store.outputs import FigureFormat
 
 _DPI = 120
@@ -283,7 +284,7 @@ _GROK_TIMES_WIDTH = 6.0
 
 
 def grok_time_distribution(
-    summary: pd.DataFrame, by: Sequence[str], path: Path, threshold: float = 0.99
+    summary: pd.DataFrame, by: Sequence[str], path: Path, threshold: float = DEFAULT_GROK_THRESHOLD
 ) -> Path:
     """Grok steps per group (box + jittered points); censored runs as red '>' at their steps
     run (their grok step is larger)."""
@@ -365,7 +366,11 @@ def _ink(ax: plt.Axes, value: float) -> str:
 
 
 def grok_heatmap(
-    summary: pd.DataFrame, x_key: str, y_key: str, path: Path, threshold: float = 0.99
+    summary: pd.DataFrame,
+    x_key: str,
+    y_key: str,
+    path: Path,
+    threshold: float = DEFAULT_GROK_THRESHOLD,
 ) -> Path:
     """Kaplan-Meier median grok step over two keys (pooled over the others), with k/n grokked.
 
@@ -417,7 +422,7 @@ def deff_curves(
     summary: pd.DataFrame,
     by: Sequence[str],
     path: Path,
-    threshold: float = 0.99,
+    threshold: float = DEFAULT_GROK_THRESHOLD,
 ) -> Path:
     """D_eff per group (median over seeds, band min-max); dashed: the group's median grok
     step, dotted: its median collapse onset."""
@@ -444,16 +449,8 @@ def deff_curves(
     return _save(fig, path)
 
 
-_PROGRESS_PANELS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
-    ("weight norm (L2)", (("weight_norm", "-"), ("weight_norm_embed", "--"),
-                          ("weight_norm_unembed", ":"))),
-    ("logit norm (train)", (("logit_norm", "-"),)),
-    ("softmax-collapse share (train)", (("collapse_share", "-"),)),
-    ("D_eff, test split", (("deff_test", "-"),)),
-    ("restricted loss (test)", (("restricted_loss", "-"),)),
-    ("excluded loss (train)", (("excluded_loss", "-"),)),
-)
-"""Panels of progress_curves: y label, then (metrics/ column, line style) drawn in it."""
+_PANEL_LINES = ("-", "--", ":")
+"""Line styles of the columns of one progress panel (stats.PROGRESS_PANELS), in order."""
 _PROGRESS_PANEL_SIZE = (3.6, 2.0)
 """Plot area (inches) of each progress_curves panel."""
 
@@ -474,9 +471,9 @@ def progress_curves(
     axes = list(grid.ravel())
     fig.suptitle("Progress measures (median over seeds, band min-max)\n"
                  "weight norm: whole model solid, embedding dashed, unembedding dotted")
-    for ax, (ylabel, columns) in zip(axes, _PROGRESS_PANELS, strict=True):
+    for ax, (ylabel, columns) in zip(axes, stats.PROGRESS_PANELS, strict=True):
         drawn = False
-        for column, ls in columns:
+        for column, ls in zip(columns, _PANEL_LINES, strict=False):
             values = metrics.dropna(subset=[column]) if column in metrics else metrics.iloc[:0]
             bands = _bands(_wide(values, column), summary, by) if len(values) else {}
             for label in order:
@@ -506,7 +503,7 @@ def _drawable(times: np.ndarray, censored: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def survival_curves(
-    summary: pd.DataFrame, by: Sequence[str], path: Path, threshold: float = 0.99
+    summary: pd.DataFrame, by: Sequence[str], path: Path, threshold: float = DEFAULT_GROK_THRESHOLD
 ) -> Path:
     """Kaplan-Meier fraction of runs not yet grokked vs step, per group; '|' marks censoring."""
     order = _label_order(summary, by)
@@ -544,7 +541,7 @@ def plot_all(
     summary: pd.DataFrame,
     by: Sequence[str],
     out_dir: Path,
-    threshold: float = 0.99,
+    threshold: float = DEFAULT_GROK_THRESHOLD,
     fmt: FigureFormat | str = FigureFormat.png,
 ) -> list[Path]:
     """Every figure that applies (heatmap: two or more keys; D_eff: geometry recorded;
@@ -564,7 +561,7 @@ def plot_summary_figures(
     summary: pd.DataFrame,
     by: Sequence[str],
     out_dir: Path,
-    threshold: float = 0.99,
+    threshold: float = DEFAULT_GROK_THRESHOLD,
     fmt: FigureFormat | str = FigureFormat.png,
 ) -> list[Path]:
     """The figures a run summary alone carries (no metrics/): grok times, survival, heatmap."""

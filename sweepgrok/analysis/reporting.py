@@ -23,7 +23,7 @@ from sweepgrok.analysis.report_content import (
     table_title,
 )
 from sweepgrok.analysis.tables import Format, render
-from sweepgrok.train.events import GROK_THRESHOLDS
+from sweepgrok.config.thresholds import GROK_THRESHOLDS
 
 THRESHOLDS = GROK_THRESHOLDS
 """Each goes in the tables when every run could see it (runs that stopped at their grok step at

@@ -35,14 +35,9 @@ from scipy import stats as sps
 
 from sweepgrok.analysis.labels import key_labels
 from sweepgrok.analysis.survival import km_median, km_median_rows
+from sweepgrok.config.thresholds import DEFAULT_GROK_THRESHOLD, GROK_THRESHOLDS, tag
 from sweepgrok.train import events
-from sweepgrok.train.events import (
-    ACC_EPS,
-    COLLAPSE_FRACTION,
-    FIT_THRESHOLD,
-    GROK_THRESHOLDS,
-    tag,
-)
+from sweepgrok.train.events import ACC_EPS, COLLAPSE_FRACTION, FIT_THRESHOLD
 
 REPLICATE_KEYS = ("train.seed", "train.seeds", "task.data_seed")
 """Seed keys are replicates, not factors: never auto-detected as grouping keys."""
@@ -53,9 +48,18 @@ STOPPED_STATUSES = ("diverged", "failed")
 """Runs that stopped and can never grok: censored at their budget, never where they stopped."""
 SMALL_GROUP = 5
 """Below this many runs a percentile bootstrap interval is about the data's range (flagged)."""
-PROGRESS_COLUMNS = ("weight_norm", "weight_norm_embed", "weight_norm_unembed", "logit_norm",
-                    "collapse_share", "deff_test", "restricted_loss", "excluded_loss")
-"""The progress measures of metrics/ that the figures show (plots.progress_curves)."""
+PROGRESS_PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("weight norm (L2)", ("weight_norm", "weight_norm_embed", "weight_norm_unembed")),
+    ("logit norm (train)", ("logit_norm",)),
+    ("softmax-collapse share (train)", ("collapse_share",)),
+    ("D_eff, test split", ("deff_test",)),
+    ("restricted loss (test)", ("restricted_loss",)),
+    ("excluded loss (train)", ("excluded_loss",)),
+)
+"""The progress measures of metrics/ that the figures show (plots.progress_curves), one panel
+each: its y label, then the columns drawn in it (solid, dashed, dotted)."""
+PROGRESS_COLUMNS = tuple(column for _, columns in PROGRESS_PANELS for column in columns)
+"""Every column of PROGRESS_PANELS, in order."""
 METRIC_COLUMNS = ("step", "train_acc", "test_acc", "deff", *PROGRESS_COLUMNS)
 """The metrics/ columns the statistics and figures read (Parquet projection keeps reads
 fast)."""
@@ -198,12 +202,13 @@ def recorded_runs(summary: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 
 
 def default_threshold(summary: pd.DataFrame) -> float:
-    """The runs' own train.grok_threshold when they share one of GROK_THRESHOLDS, else 0.99."""
+    """The runs' own train.grok_threshold when they share one of GROK_THRESHOLDS, else
+    DEFAULT_GROK_THRESHOLD."""
     if "train.grok_threshold" in summary:
         values = summary["train.grok_threshold"].dropna().unique()
         if len(values) == 1 and any(np.isclose(values[0], t) for t in GROK_THRESHOLDS):
             return float(min(GROK_THRESHOLDS, key=lambda t: abs(t - values[0])))
-    return 0.99
+    return DEFAULT_GROK_THRESHOLD
 
 
 def load_recorded_runs(
@@ -475,7 +480,7 @@ def group_summary(
     summary: pd.DataFrame,
     by: Sequence[str] | None = None,
     *,
-    threshold: float = 0.99,
+    threshold: float = DEFAULT_GROK_THRESHOLD,
     n_boot: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,

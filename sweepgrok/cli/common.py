@@ -24,6 +24,7 @@ try:  # recent Typer vendors Click as typer._click (its own exception classes); 
 except ImportError:  # pragma: no cover
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
+from sweepgrok.config.thresholds import DEFAULT_GROK_THRESHOLD, GROK_THRESHOLDS, tag
 from sweepgrok.core.errors import RUN_FAILED, USER_ERROR, error_line
 from sweepgrok.store.outputs import output_problem
 
@@ -226,11 +227,10 @@ Trackers = Annotated[
 ]
 
 
-class Threshold(StrEnum):
-    """Test accuracy that defines grokking."""
-
-    p95 = "0.95"
-    p99 = "0.99"
+Threshold = StrEnum(  # type: ignore[misc]  # members from GROK_THRESHOLDS
+    "Threshold", {f"p{tag(theta)}": f"{theta:g}" for theta in GROK_THRESHOLDS}
+)
+"""Test accuracy that defines grokking: one of GROK_THRESHOLDS."""
 
 
 SweepDirs = Annotated[
@@ -277,7 +277,8 @@ ThresholdOption = Annotated[
     typer.Option(
         # Parentheses, not brackets: Typer's help reads [...] as rich markup and drops it.
         help="Test accuracy that defines grokking (default: the runs' train.grok_threshold "
-        "when they share 0.95 or 0.99, else 0.99)."
+        f"when they share {' or '.join(f'{t:g}' for t in GROK_THRESHOLDS)}, else "
+        f"{DEFAULT_GROK_THRESHOLD:g})."
     ),
 ]
 

@@ -61,6 +61,7 @@ from sweepgrok.config.grid_file import (
     read_sweep_doc,
     validate_file,
 )
+from sweepgrok.config.thresholds import GROK_STEP_COLUMNS
 from sweepgrok.config.trial import MAX_SEEDS, Config, ConfigError, from_flat
 from sweepgrok.core.errors import excerpt, quoted
 
@@ -345,7 +346,7 @@ class SearchSpec:
     @property
     def threshold(self) -> float:
         """Test accuracy at which the objective's grok step is reached."""
-        return {"grok_step_95": 0.95, "grok_step_99": 0.99}.get(
+        return GROK_STEP_COLUMNS.get(
             self.metric, float(self.base["train.grok_threshold"])
         )
 
@@ -414,7 +415,7 @@ def seeds_for(base: Mapping[str, Any], k: int, path: str | Path) -> dict[str, An
 
 def check_metric(metric: str, base: Mapping[str, Any], path: str | Path) -> None:
     """A run that stops at grok_threshold never reaches a higher metric threshold."""
-    theta = {"grok_step_95": 0.95, "grok_step_99": 0.99}.get(metric)
+    theta = GROK_STEP_COLUMNS.get(metric)
     stop_at = float(base["train.grok_threshold"])
     if theta is not None and base["train.stop_after_grok"] and theta > stop_at:
         raise ConfigError(

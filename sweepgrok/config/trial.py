@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from sweepgrok.config.suggest import did_you_mean
 from sweepgrok.config.tasks import TASKS, Task, TaskName, train_size
+from sweepgrok.config.thresholds import DEFAULT_GROK_THRESHOLD
 from sweepgrok.config.yamlfile import YamlInputError, load_file, parse
 from sweepgrok.core.errors import excerpt, quoted
 
@@ -295,7 +296,7 @@ class TrainConfig(_Section):
     model (one run per seed; each is a copy of the model in every step)."""
     fit_threshold: float = Field(0.99, gt=0.0, le=1.0)
     """Train accuracy that defines the fit step."""
-    grok_threshold: float = Field(0.99, gt=0.0, le=1.0)
+    grok_threshold: float = Field(DEFAULT_GROK_THRESHOLD, gt=0.0, le=1.0)
     """Test accuracy that defines grokking for stopping and status (0.95 and 0.99 are always
     both recorded)."""
     stop_after_grok: bool = True

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from sweepgrok.config.thresholds import GROK_STEP_COLUMNS
 from sweepgrok.config.trial import SECTIONS
 from sweepgrok.store.outputs import os_reason
 from sweepgrok.store.parts import (
@@ -126,8 +127,7 @@ RUN_FIELDS: list[tuple[str, pa.DataType]] = [
     ("status", pa.string()),
     ("fit_step", pa.int64()),
     ("grok_step", pa.int64()),
-    ("grok_step_95", pa.int64()),
-    ("grok_step_99", pa.int64()),
+    *((column, pa.int64()) for column in GROK_STEP_COLUMNS),
     ("censored", pa.bool_()),
     ("steps_run", pa.int64()),
     ("final_train_acc", pa.float64()),

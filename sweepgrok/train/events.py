@@ -30,12 +30,11 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
+from sweepgrok.config.thresholds import GROK_STEP_COLUMNS, GROK_THRESHOLDS, tag
 from sweepgrok.config.trial import Config, GeometryConfig, TrainConfig, flatten
 
 FIT_THRESHOLD: float = TrainConfig.model_fields["fit_threshold"].default
 """Train accuracy that defines the fit step (the config's default)."""
-GROK_THRESHOLDS = (0.95, 0.99)
-"""Test accuracies at which the grok step is always computed (the papers differ)."""
 COLLAPSE_FRACTION: float = GeometryConfig.model_fields["collapse_fraction"].default
 """Collapse onset: D_eff below this fraction of its running maximum (the config's default)."""
 ACC_EPS = 1e-6
@@ -54,11 +53,6 @@ def collapsed(deff: A, running_max: A, fraction: float) -> A:
     return deff < fraction * running_max  # type: ignore[return-value]
 
 
-def tag(theta: float) -> str:
-    """Column suffix of a threshold: 0.95 -> '95', 0.995 -> '99.5'."""
-    return f"{theta * 100:g}"
-
-
 # ---------------------------------------------------------------- incremental (one run)
 
 
@@ -72,6 +66,7 @@ class RunTracker:
     collapse_fraction: float
     fit_step: int | None = None
     grok_step: int | None = None
+    # One field per GROK_STEP_COLUMNS entry (checkpoints store these names; a test checks them).
     grok_step_95: int | None = None
     grok_step_99: int | None = None
     collapse_step: int | None = None
@@ -83,10 +78,9 @@ class RunTracker:
         """Record one evaluation."""
         if self.fit_step is None and reached(train_acc, self.fit_threshold):
             self.fit_step = step
-        if self.grok_step_95 is None and reached(test_acc, 0.95):
-            self.grok_step_95 = step
-        if self.grok_step_99 is None and reached(test_acc, 0.99):
-            self.grok_step_99 = step
+        for column, theta in GROK_STEP_COLUMNS.items():
+            if getattr(self, column) is None and reached(test_acc, theta):
+                setattr(self, column, step)
         if self.grok_step is None and reached(test_acc, self.grok_threshold):
             self.grok_step = step
         self.peak_test_acc = max(self.peak_test_acc, test_acc)
@@ -142,8 +136,7 @@ def run_row(
         "status": status,
         "fit_step": tracker.fit_step,
         "grok_step": tracker.grok_step,
-        "grok_step_95": tracker.grok_step_95,
-        "grok_step_99": tracker.grok_step_99,
+        **{column: getattr(tracker, column) for column in GROK_STEP_COLUMNS},
         "censored": censored,
         "steps_run": steps_run,
         "final_train_acc": tracker.last.get("train_acc"),
