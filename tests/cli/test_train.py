@@ -41,6 +41,7 @@ def test_train_writes_a_sweep_folder(tmp_path):
 
 
 # Groks in under a minute on 2 quiet cores; 310 s measured on 2 heavily shared ones.
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_quick_trial_groks_as_a_real_command(tmp_path):
     # The user's command, in a subprocess: sphere on p=47 groks long after it fits.
