@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/sweepgrok launch search_spaces/quickstart.yaml --storage runs --fresh
+	$(BIN)/sweepgrok launch search_spaces/grids/quickstart.yaml --storage runs --fresh
 	$(BIN)/sweepgrok analyze runs/quickstart --by model.norm,model.attention \
 		--baseline model.norm=none,model.attention=softmax --plots runs/quickstart/plots
 
@@ -31,7 +31,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check sweepgrok tests benchmarks analysis
 	$(BIN)/mypy sweepgrok
 
-# Debian's chromium for the HTML report's browser test (tests/test_report_html.py): installed
+# Debian's chromium for the HTML report's browser test (tests/analysis/test_html_report.py): installed
 # when it is missing and apt-get can run (as root); otherwise nothing, and that test skips
 # saying why. Never fails the build.
 browser:

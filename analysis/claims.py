@@ -36,12 +36,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import provenance, restat, verdicts
+from analysis import provenance_summaries as provenance
+from analysis import restat, verdicts
 from analysis.verdicts import Row
-from sweepgrok.comparisons import analysis_table, baseline_mask, parse_baseline
-from sweepgrok.errors import USER_ERROR, error_line
-from sweepgrok.events import tag
-from sweepgrok.stats import AnalysisError, group_label, times_and_censoring, varying_keys
+from sweepgrok.analysis.comparisons import analysis_table, baseline_mask, parse_baseline
+from sweepgrok.analysis.stats import AnalysisError, group_label, times_and_censoring, varying_keys
+from sweepgrok.core.errors import USER_ERROR, error_line
+from sweepgrok.train.events import tag
 
 HERE = Path(__file__).resolve().parent
 BEGIN = "<!-- claims:begin -->"

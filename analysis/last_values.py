@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweepgrok.sink import read_metrics
+from sweepgrok.store.sink import read_metrics
 
 DEFAULT_COLUMNS = ("fourier_above_chance", "fourier_unembed_above_chance")
 """The token embedding's and the effective unembedding's concentration above chance."""

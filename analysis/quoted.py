@@ -6,8 +6,8 @@ analysis/accelerators/README.md), each computed from the committed summary it co
 The claims table is generated (`analysis.claims`); prose around it quotes figures by hand. Each
 `Quote` names a document and a function that writes the text the document must contain,
 from the committed ``groups_95.csv`` / ``runs.csv`` files, so a number that no longer matches
-its summary fails `tests/test_claims.py` instead of drifting. Whitespace is compared collapsed
-(prose wraps). The per-sweep tables of REPRODUCTION.md are rows of that sweep's generated
+its summary fails `tests/repro_analysis/test_claims.py` instead of drifting. Whitespace is compared
+collapsed (prose wraps). The per-sweep tables of REPRODUCTION.md are rows of that sweep's generated
 ``report.md`` (`copied_rows`).
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweepgrok.survival import km_median
+from sweepgrok.analysis.survival import km_median
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

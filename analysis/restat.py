@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweepgrok.report import write_report
+from sweepgrok.analysis.reporting import write_report
 
 HERE = Path(__file__).resolve().parent / "reproduction"
 

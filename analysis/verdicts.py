@@ -61,8 +61,8 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-from sweepgrok.stats import speedup
-from sweepgrok.survival import holm
+from sweepgrok.analysis.stats import speedup
+from sweepgrok.analysis.survival import holm
 
 REPRODUCED = "reproduced"
 DIRECTION_REPRODUCED = "direction reproduced"

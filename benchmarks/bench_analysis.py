@@ -1,7 +1,7 @@
 """Speed of the offline analysis on a synthetic sweep: 1,000 runs x 2,000 evaluations.
 
-Writes 2M metric rows as Parquet parts (METRICS_SCHEMA, through sweepgrok.sink.write_part) in a
-temporary folder, then times reading (projected, deduplicated), the per-run summary and the
+Writes 2M metric rows as Parquet parts (METRICS_SCHEMA, through sweepgrok.store.sink.write_part) in
+a temporary folder, then times reading (projected, deduplicated), the per-run summary and the
 group summary. Run: ``python -m benchmarks.bench_analysis [--runs N] [--evals N]``.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from sweepgrok.sink import METRICS_SCHEMA, RUNS_SCHEMA, to_table, write_part
+from sweepgrok.store.sink import METRICS_SCHEMA, RUNS_SCHEMA, to_table, write_part
 
 NORMS = ("none", "layernorm", "rmsnorm", "sphere")
 TARGET_DIMS = (8, 16, 32, 64, 128)
@@ -89,7 +89,7 @@ def write_synthetic_sweep(
 
 def main() -> None:
     """Generate, then time read + per-run summary + group summary."""
-    from sweepgrok import stats
+    from sweepgrok.analysis import stats
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=1000)

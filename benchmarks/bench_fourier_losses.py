@@ -3,7 +3,7 @@
 Run: ``python -m benchmarks.bench_fourier_losses [--quick] [--device cpu|cuda] [--members 1]``.
 
 The paper-1 Transformer on addition mod 113 (d 128, d_mlp 512, 4 heads, train fraction 0.3,
-geometry on, as the defaults), through ``sweepgrok.trainer.Trainer``. Timed side by side, in
+geometry on, as the defaults), through ``sweepgrok.train.trainer.Trainer``. Timed side by side, in
 rounds (round-robin, medians), wall clock and process CPU time:
 
 - ``step``: one training step (``Trainer._train_step``);
@@ -27,11 +27,11 @@ from collections.abc import Callable
 
 import torch
 
-from sweepgrok import evaluation
-from sweepgrok import fourier_losses as fl
-from sweepgrok.config import TrainConfig, from_flat
-from sweepgrok.process import configure_process
-from sweepgrok.trainer import Trainer
+from sweepgrok.config.trial import TrainConfig, from_flat
+from sweepgrok.train import evaluation
+from sweepgrok.train import fourier_losses as fl
+from sweepgrok.train.process import configure_process
+from sweepgrok.train.trainer import Trainer
 
 PAPER1 = {"task.name": "add", "task.p": 113, "task.train_fraction": 0.3, "model.d_model": 128,
           "model.n_heads": 4, "model.d_mlp": 512}

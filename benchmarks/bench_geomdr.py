@@ -15,10 +15,10 @@ machine), of wall clock and of process CPU time (the steadier of the two on a bu
 
 Two sources, both by default (``--source local|trainer|both``):
 
-- ``local``: a model built here (not sweepgrok.models), so the numbers isolate the penalty and
+- ``local``: a model built here (not sweepgrok.train.models), so the numbers isolate the penalty and
   do not move when the model code changes; also times the eigensolver in float64.
-- ``trainer``: the real path, ``sweepgrok.trainer.Trainer`` built from
-  ``search_spaces/trial_geomdr_mlp97.yaml`` and its one-step method ``_train_step(lambda)``
+- ``trainer``: the real path, ``sweepgrok.train.trainer.Trainer`` built from
+  ``search_spaces/trials/trial_geomdr_mlp97.yaml`` and its one-step method ``_train_step(lambda)``
   (lambda 0 is the plain step: no hidden states are kept, no penalty is built).
 """
 
@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sweepgrok.geometry import geomdr_penalty, subsample_indices, top_subspace
+from sweepgrok.train.geometry import geomdr_penalty, subsample_indices, top_subspace
 
 
 class BatchedMLP(nn.Module):
@@ -125,9 +125,9 @@ def time_steps(step: Callable[[], None], k: int) -> tuple[float, float]:
 
 def trainer_steps(args: argparse.Namespace) -> dict[str, Callable[[], None]]:
     """Plain and GeomDR steps of sweepgrok's own trainer on the trial_geomdr_mlp97 config."""
-    from sweepgrok.config import load_config
-    from sweepgrok.process import configure_process
-    from sweepgrok.trainer import Trainer
+    from sweepgrok.config.trial import load_config
+    from sweepgrok.train.process import configure_process
+    from sweepgrok.train.trainer import Trainer
 
     def trainer(subsample: float, solver: str = "eigh") -> Trainer:
         sets = [
@@ -137,7 +137,7 @@ def trainer_steps(args: argparse.Namespace) -> dict[str, Callable[[], None]]:
             f"train.seeds={list(range(args.members))}",
             "train.device=cpu",
         ]
-        return Trainer(load_config("search_spaces/trial_geomdr_mlp97.yaml", sets))
+        return Trainer(load_config("search_spaces/trials/trial_geomdr_mlp97.yaml", sets))
 
     full, sub = trainer(1.0), trainer(0.1)
     warm, warm_sub = trainer(1.0, "subspace"), trainer(0.1, "subspace")
@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> None:
         report(f"local model ({shape}):", measure(local_steps(args), args.rounds, args.steps))
     if args.source in ("trainer", "both"):
         med = measure(trainer_steps(args), args.rounds, args.steps)
-        report("sweepgrok.trainer (trial_geomdr_mlp97.yaml):", med)
+        report("sweepgrok.train.trainer (trial_geomdr_mlp97.yaml):", med)
 
 
 if __name__ == "__main__":

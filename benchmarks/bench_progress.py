@@ -2,13 +2,13 @@
 
 Run: ``python -m benchmarks.bench_progress [--quick] [--device cpu|cuda] [--threads 1]``
 
-The progress measures (sweepgrok.progress: per-group weight norms, logit norm and
+The progress measures (sweepgrok.train.progress_measures: per-group weight norms, logit norm and
 softmax-collapse share, attention entropy per head; and the test split's D_eff) run at
 evaluations only. Two numbers per case:
 
 - ``interval``: one evaluation interval at the default ``train.eval_every`` (200 steps, then
   one evaluation), timed from the end of the step-0 evaluation to the end of the next, as
-  whole ``sweepgrok.trainer.train`` calls *with* the measures and *without* them (the
+  whole ``sweepgrok.train.trainer.train`` calls *with* the measures and *without* them (the
   measures replaced by no-ops), alternated (the order flips every repeat), median of the
   repeats: the ratio with / without is what they add to a run.
 - ``share``: each measure alone, timed on the case's model and data as the evaluation calls
@@ -34,11 +34,12 @@ from typing import Any
 import torch
 
 from benchmarks.bench_trainer import P1, P2
-from sweepgrok import evaluation, progress
-from sweepgrok.config import Config, from_flat
-from sweepgrok.models import Transformer
-from sweepgrok.process import configure_process
-from sweepgrok.trainer import EvalReport, Trainer, train
+from sweepgrok.config.trial import Config, from_flat
+from sweepgrok.train import evaluation
+from sweepgrok.train import progress_measures as progress
+from sweepgrok.train.models import Transformer
+from sweepgrok.train.process import configure_process
+from sweepgrok.train.trainer import EvalReport, Trainer, train
 
 QUICKSTART = {
     "task.p": 47, "task.train_fraction": 0.7, "model.d_model": 64, "model.n_heads": 4,

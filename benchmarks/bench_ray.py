@@ -2,11 +2,11 @@
 
 Run: ``python -m benchmarks.bench_ray [--quick] [--trials 8] [--cpus 2]``.
 
-Both sides run the same expanded grid (``sweepgrok.spaces.load_grid`` of a generated grid file):
-tiny 1-layer Transformers on Z_11, a few dozen steps each, so almost all of the time is
+Both sides run the same expanded grid (``sweepgrok.config.grid_file.load_grid`` of a generated grid
+file): tiny 1-layer Transformers on Z_11, a few dozen steps each, so almost all of the time is
 overhead. ``ray`` is ``sweepgrok.tune.grid.launch_grid`` (embedded Ray started and shut
 down, one CPU per trial, ``--cpus`` trials at once, rows to Parquet through the driver
-callback); ``loop`` calls ``sweepgrok.trainer.train`` on every trial in turn with one thread,
+callback); ``loop`` calls ``sweepgrok.train.trainer.train`` on every trial in turn with one thread,
 writing the same Parquet through ``ParquetSink``. Printed: the ratio ray / loop (> 1 means Ray
 costs more than it parallelizes away at this trial size), Ray's fixed cost (start-up and
 shut-down, timed as a 1-trial grid) and the marginal cost per trial.
@@ -22,11 +22,11 @@ from pathlib import Path
 
 import yaml
 
-from sweepgrok.config import from_flat
-from sweepgrok.process import configure_process
-from sweepgrok.sink import ParquetSink
-from sweepgrok.spaces import GridSpec, load_grid
-from sweepgrok.trainer import train
+from sweepgrok.config.grid_file import GridSpec, load_grid
+from sweepgrok.config.trial import from_flat
+from sweepgrok.store.sink import ParquetSink
+from sweepgrok.train.process import configure_process
+from sweepgrok.train.trainer import train
 
 STEPS = 40
 BASE = {

@@ -4,7 +4,7 @@ Run: ``python -m benchmarks.bench_seeds [--quick | --long] [--device cpu|cuda] [
 (``--long``: one paper-1 k = 8 check with runs of 200 steps; on 2 cores of a Zen 2 EPYC
 ~11 minutes at 2 threads and ~17 at 1).
 
-Both sides are whole ``sweepgrok.trainer.train`` calls (training steps, evaluations with the
+Both sides are whole ``sweepgrok.train.trainer.train`` calls (training steps, evaluations with the
 geometry measurements, run bookkeeping; no sink), on the same config and thread count:
 ``batched`` is one call with ``train.seeds = [0..k-1]``, ``sequential`` is k calls with
 ``train.seed = i``, in the same process. They are timed alternately (the order flips every
@@ -64,9 +64,9 @@ from benchmarks.bench_trainer import (
     working,
     write_json,
 )
-from sweepgrok.config import Config, from_flat, update
-from sweepgrok.process import configure_process
-from sweepgrok.trainer import EvalReport, Trainer, train
+from sweepgrok.config.trial import Config, from_flat, update
+from sweepgrok.train.process import configure_process
+from sweepgrok.train.trainer import EvalReport, Trainer, train
 
 CASES: dict[str, dict] = {
     "paper-1 Z_113 sphere": {

@@ -50,16 +50,16 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sweepgrok.config import Config, all_keys, from_flat, parse_overrides
-from sweepgrok.process import configure_process
-from sweepgrok.tasks import make_split
-from sweepgrok.trainer import Trainer
+from sweepgrok.config.tasks import make_split
+from sweepgrok.config.trial import Config, all_keys, from_flat, parse_overrides
+from sweepgrok.train.process import configure_process
+from sweepgrok.train.trainer import Trainer
 
 P1 = {  # paper 1's model at Z_113, train fraction 0.3
     "task.p": 113, "task.train_fraction": 0.3, "model.d_model": 128, "model.n_heads": 4,
     "model.d_mlp": 512, "optim.lr": 1e-4, "optim.betas": [0.9, 0.999],
 }
-P2 = {  # search_spaces/trial_mlp97.yaml's model
+P2 = {  # search_spaces/trials/trial_mlp97.yaml's model
     "task.p": 97, "task.train_fraction": 0.3, "model.arch": "mlp", "model.n_layers": 2,
     "model.d_model": 128, "model.d_mlp": 512,
 }

@@ -6,7 +6,7 @@
 #                   CUDA-graph notebook loop
 #   bench_seeds     one trial packing E = 1, 8, 64, 256 seeds: ms per member-step and the ratio
 #                   to the float32 floor
-#   ray_grid        search_spaces/gpu_smoke.yaml through `sweepgrok launch` (4 trials sharing
+#   ray_grid        search_spaces/grids/gpu_smoke.yaml through `sweepgrok launch` (4 trials sharing
 #                   the GPU, a quarter each)
 #   tests           the fast test tier (-m "not slow") with 8 xdist workers, 1 thread each
 #
@@ -51,7 +51,7 @@ if [ "$dry" = 1 ]; then
     tiny=(--set task.p=23 --set model.d_model=32 --set model.d_mlp=64)
     trainer_args=(--threads 1 --rounds 2 --steps 1 "${tiny[@]}")
     seeds_args=(--members 1 2 --repeats 2 --steps 1 "${tiny[@]}")
-    test_args=(tests/test_benchmarks.py)
+    test_args=(tests/project/test_benchmarks.py)
     caps=(bench_trainer=120 bench_seeds=120 ray_grid=240 tests=240)
 else
     py=${PYTHON:-python3}
@@ -87,12 +87,12 @@ part() {  # part NAME LOG COMMAND...: run COMMAND capped, output appended to LOG
     results+=("$name=$rc:$((SECONDS - t0)):$cap")
 }
 
-grid=search_spaces/gpu_smoke.yaml
+grid=search_spaces/grids/gpu_smoke.yaml
 if [ "$dry" = 1 ]; then  # no GPU here: the same grid on CPUs, 2 trials of 40 steps
     grid=$scratch/gpu_smoke_cpu.yaml
     "$py" - "$grid" <<'EOF' || exit 2
 import sys, yaml
-doc = yaml.safe_load(open("search_spaces/gpu_smoke.yaml"))
+doc = yaml.safe_load(open("search_spaces/grids/gpu_smoke.yaml"))
 doc["base"]["train"].update(max_steps=40, eval_every=20)
 doc.update(seeds=[1, 2], resources={"cpu": 1}, max_concurrent=2)
 doc["zip"] = [{"model.norm": ["sphere"], "optim.weight_decay": [0.0]}]

@@ -13,9 +13,9 @@ import argparse
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from sweepgrok.config import from_flat
-from sweepgrok.process import configure_process
-from sweepgrok.trainer import Trainer
+from sweepgrok.config.trial import from_flat
+from sweepgrok.train.process import configure_process
+from sweepgrok.train.trainer import Trainer
 
 PAPER1 = {"task.p": 113, "task.train_fraction": 0.3, "model.d_model": 128, "model.n_heads": 4,
           "model.d_mlp": 512, "optim.weight_decay": 1.0, "optim.lr": 1e-4,

@@ -124,8 +124,8 @@ def ray_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
 def process_settings() -> None:
     """The test process is an entry point like `sweepgrok train`: it sets the default
     process-wide settings (deterministic kernels, malloc) once, before any trainer runs."""
-    from sweepgrok.config import TrainConfig
-    from sweepgrok.process import configure_process
+    from sweepgrok.config.trial import TrainConfig
+    from sweepgrok.train.process import configure_process
 
     configure_process(TrainConfig())
 
@@ -149,13 +149,14 @@ def assert_each_refuses(runner: Any, app: Any, commands: list[list[str]], path: 
 
 
 def checkpoint_without(cfg: Any, key: str, folder: Path, step: int) -> Any:
-    """Train `cfg` (sweepgrok.trainer.train), save its checkpoint at `step` into `folder`, then
+    """Train `cfg` (sweepgrok.train.trainer.train), save its checkpoint at `step` into `folder`,
+    then
     delete `key` from the saved state (a checkpoint of an older version, or a damaged one);
     returns the deleted value."""
     import torch
 
-    from sweepgrok.sink import ListSink
-    from sweepgrok.trainer import train
+    from sweepgrok.store.sink import ListSink
+    from sweepgrok.train.trainer import train
 
     def save_at_step(report: Any) -> None:
         if report.step == step:
@@ -166,3 +167,84 @@ def checkpoint_without(cfg: Any, key: str, folder: Path, step: int) -> Any:
     removed = state.pop(key)
     torch.save(state, folder / "trainer.pt")
     return removed
+
+
+# ---- shared by several test modules ------------------------------------------------------------
+
+
+# ---- sweeps written by hand, and what a Ray sweep must have written ----------------------------
+
+EVAL = 100
+N_EVALS = 11  # steps 0..1000
+
+
+def _curve(grok_at: int | None) -> list[float]:
+    return [1.0 if grok_at is not None and i * EVAL >= grok_at else 0.1 for i in range(N_EVALS)]
+
+
+def write_sweep(
+    root: Path, groks: dict[str, list[int | None]], seed0: int = 0, grok_threshold: float = 0.99
+) -> Path:
+    """Runs with complete config rows: model.norm -> grok steps per seed (None = censored)."""
+    from sweepgrok.config.trial import Config, flatten, update
+    from sweepgrok.store.sink import ParquetSink
+
+    sink = ParquetSink(root)
+    for norm, steps in groks.items():
+        for i, grok in enumerate(steps):
+            overrides = {"model.norm": norm, "train.seed": seed0 + i}
+            cfg = update(Config(), {**overrides, "train.grok_threshold": grok_threshold})
+            run_id = f"{root.name}-{norm}-{i}"
+            curve = _curve(grok)
+            sink.write_metrics(
+                [
+                    {
+                        "run_id": run_id,
+                        "step": k * EVAL,
+                        "train_acc": 1.0,
+                        "test_acc": acc,
+                        "deff": 20.0 - k,
+                        "logit_norm": 1.0 + k,
+                        "collapse_share": k / 10,
+                    }
+                    for k, acc in enumerate(curve)
+                ]
+            )
+            status = "censored" if grok is None else "completed"
+            steps_run = (N_EVALS - 1) * EVAL
+            sink.write_run(
+                {**flatten(cfg), "run_id": run_id, "status": status, "steps_run": steps_run}
+            )
+    return root
+
+
+GROKS: dict[str, list[int | None]] = {"none": [800, 900, None], "sphere": [200, 300, 300]}
+
+
+def raw_rows(sweep_dir: Path, kind: str) -> Any:
+    """Every row written, duplicates included (what the readers deduplicate)."""
+    import pyarrow.dataset as ds
+
+    from sweepgrok.store.sink import METRICS_SCHEMA, RUNS_SCHEMA
+
+    schema = {"metrics": METRICS_SCHEMA, "runs": RUNS_SCHEMA}[kind]
+    files = [str(p) for p in sorted((sweep_dir / kind).glob("part-*.parquet"))]
+    return ds.dataset(files, schema=schema, format="parquet").to_table().to_pandas()
+
+
+def assert_exactly_once(sweep_dir: Path, n_runs: int) -> Any:
+    """n_runs run rows with a final status; each run's metrics cover its schedule, once."""
+    from sweepgrok.store.sink import read_metrics, read_runs
+    from sweepgrok.train.trainer import eval_steps
+
+    runs = read_runs(sweep_dir)
+    assert len(runs) == n_runs, runs[["run_id", "status"]]
+    assert set(runs["status"]) <= {"grokked", "completed", "censored"}, runs["status"]
+    assert runs["trial_id"].notna().all() and runs["node_id"].notna().all()
+    metrics = read_metrics(sweep_dir)
+    assert not metrics.duplicated(["run_id", "step"]).any()
+    for _, run in runs.iterrows():
+        steps = metrics.loc[metrics["run_id"] == run["run_id"], "step"].tolist()
+        schedule = eval_steps(int(run["train.max_steps"]), int(run["train.eval_every"]), False)
+        assert steps == [s for s in schedule if s <= run["steps_run"]], (run["run_id"], steps)
+    return runs

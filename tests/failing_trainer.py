@@ -25,7 +25,7 @@ def ship_by_value() -> None:
 
 
 def fail_once(marks: Path) -> Callable[..., Any]:
-    """sweepgrok.trainer.train, except each trial raises once (a marker file per trial in
+    """sweepgrok.train.trainer.train, except each trial raises once (a marker file per trial in
     `marks`), right after reporting the evaluation that follows its first checkpoint: its
     retry resumes from that checkpoint and re-emits the evaluation's rows."""
     ship_by_value()
@@ -33,7 +33,7 @@ def fail_once(marks: Path) -> Callable[..., Any]:
 
 
 def _train_failing_once(cfg: Any, sink: Any = None, *, marks: Path, on_eval: Any, **kw: Any) -> Any:
-    from sweepgrok.trainer import train
+    from sweepgrok.train.trainer import train
 
     def report_then_crash(report: Any) -> None:
         on_eval(report)

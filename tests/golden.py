@@ -11,7 +11,7 @@ config's train_loss differs in the last digit by step 5), so an unpinned referen
 only on machines like the one that wrote it. The rows
 kept: every metrics/ and geometry/ column and every outcome column of the run row, all but
 the wall-clock times and the provenance (host, versions, commit), which differ by machine.
-tests/test_golden.py compares them to the committed references with ==.
+tests/train/test_golden.py compares them to the committed references with ==.
 
 Changing training numerics is a deliberate commit: regenerate with --write, and say in
 CHANGELOG.md what changed and why in the same commit.
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 ENV = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "OMP_NUM_THREADS": "1"}
-"""Set before torch is imported (tests/test_golden.py runs this file with them)."""
+"""Set before torch is imported (tests/train/test_golden.py runs this file with them)."""
 REFERENCES = Path(__file__).resolve().parent / "data" / "golden"
 TINY: dict[str, Any] = {
     "task.p": 23,
@@ -121,9 +121,9 @@ def numerics(rows: list[dict[str, Any]], skip: set[str]) -> list[dict[str, Any]]
 
 def run(overrides: dict[str, Any]) -> dict[str, Any]:
     """Train TINY + overrides in this process; the rows that are training numerics."""
-    from sweepgrok.config import all_keys, from_flat
-    from sweepgrok.process import configure_process
-    from sweepgrok.trainer import train
+    from sweepgrok.config.trial import all_keys, from_flat
+    from sweepgrok.train.process import configure_process
+    from sweepgrok.train.trainer import train
 
     cfg = from_flat({**TINY, **overrides}, "golden")
     configure_process(cfg.train)

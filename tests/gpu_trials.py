@@ -30,7 +30,7 @@ def ship_by_value() -> None:
 
 
 def gauged(folder: Path, total: int, cap: int) -> Callable[..., Any]:
-    """sweepgrok.trainer.train behind a gauge: each of the `total` trials waits until
+    """sweepgrok.train.trainer.train behind a gauge: each of the `total` trials waits until
     min(cap, trials not yet done) trials run at once, records them, then trains."""
     ship_by_value()
     for sub in ("in", "done", "seen"):
@@ -61,7 +61,7 @@ def _gauged_train(
 ) -> Any:
     import ray
 
-    from sweepgrok.trainer import train
+    from sweepgrok.train.trainer import train
 
     me = run_ids[0]
     _write(

@@ -8,6 +8,7 @@ descendants by PID. Never `ray stop`, never a name match: other clusters here ar
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import signal
@@ -17,8 +18,11 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from conftest import TAG_ENV, stop_pids, tagged_pids, wait_until
+
+from sweepgrok.tune.callback import TUNE_DIR
 
 RAY = str(Path(sys.executable).parent / "ray")
 
@@ -185,3 +189,25 @@ def two_node_cluster(
         yield Cluster(address, env, started[0], started[1], url, started)
     finally:
         stop_pids([p.pid for p in started] + tagged_pids(ray_env[TAG_ENV]))
+
+
+# ---- Tune's view of a trial (its latest experiment snapshot) ----
+
+
+def snapshot_of(sweep_dir: Path, trial_id: str) -> dict[str, Any]:
+    """The trial's runtime record in Tune's latest experiment snapshot ({} if not there yet):
+    num_failures, last_result (with the trial's latest reported step), ..."""
+    files = sorted((sweep_dir / TUNE_DIR).glob("experiment_state-*.json"))
+    try:
+        trial_data = json.loads(files[-1].read_text())["trial_data"]
+    except (IndexError, OSError, ValueError):  # not written yet, or being written
+        return {}
+    for state, runtime in trial_data:
+        if json.loads(state)["trial_id"] == trial_id:
+            return dict(json.loads(runtime))
+    return {}
+
+
+def failures(sweep_dir: Path, trial_id: str) -> int:
+    """How often Tune's latest snapshot says the trial failed (0 if not known yet)."""
+    return int(snapshot_of(sweep_dir, trial_id).get("num_failures", 0))

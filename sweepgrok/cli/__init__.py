@@ -24,7 +24,7 @@ app = typer.Typer(
 
 def _print_version(asked: bool) -> None:
     if asked:
-        from sweepgrok.provenance import package_version
+        from sweepgrok.store.provenance import package_version
 
         typer.echo(f"sweepgrok {package_version('sweepgrok') or 'unknown (not installed)'}")
         raise typer.Exit()

@@ -1,7 +1,7 @@
 """`sweepgrok analyze`: grokking-delay statistics of sweep folders, from Parquet alone.
 
 stats, plots (and so pandas, scipy, matplotlib) are imported inside the command, so that
-`sweepgrok --help` stays fast. The table's text formats live in sweepgrok.tables.
+`sweepgrok --help` stays fast. The table's text formats live in sweepgrok.analysis.tables.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from sweepgrok.analysis.tables import Format, render
 from sweepgrok.cli.common import (
     Baseline,
     By,
@@ -24,8 +25,7 @@ from sweepgrok.cli.common import (
     fail,
     split_keys,
 )
-from sweepgrok.outputs import FigureFormat, os_reason, write_text
-from sweepgrok.tables import Format, render
+from sweepgrok.store.outputs import FigureFormat, os_reason, write_text
 
 MAX_BOOT = 100_000
 """Cap on --n-boot: a group's resample matrix is n_boot x its runs (8 bytes each, twice)."""
@@ -65,7 +65,7 @@ def analyze(
 ) -> None:
     """Grokking statistics per group: success rate, grok step, delay, Kaplan-Meier median,
     speed-up vs a baseline. Reads Parquet only (no Ray, no torch)."""
-    from sweepgrok import comparisons, stats
+    from sweepgrok.analysis import comparisons, stats
 
     sweep_dirs = check_sweep_dirs(sweep_dirs)  # a storage folder: its sweeps
     # Every output path before any work: a mistake never follows a half-printed table.
@@ -83,7 +83,7 @@ def analyze(
         )
     _emit(render(table, keys, fmt, theta), out)
     if plots is not None:
-        from sweepgrok import plots as figures
+        from sweepgrok.analysis import plots as figures
 
         try:
             drawn = figures.plot_all(metrics, summary, keys, plots, theta, plot_format, per_run)
@@ -97,7 +97,7 @@ def _load(
     sweep_dirs: list[Path], by: str | None, skip_damaged: bool
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """(metrics, run summary of the runs with a run row, grouping keys)."""
-    from sweepgrok import stats
+    from sweepgrok.analysis import stats
 
     metrics, summary, pending = stats.load_recorded_runs(sweep_dirs, skip_damaged=skip_damaged)
     if pending:

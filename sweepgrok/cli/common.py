@@ -1,7 +1,7 @@
 """What every command shares: the one user-error exit, the log handler, the option aliases.
 
 A user mistake (bad file, key, value, option or sweep folder) prints one plain line on stderr,
-``error: <file or option>: <key>: <message>`` (sweepgrok.errors), and exits 2: from a command
+``error: <file or option>: <key>: <message>`` (sweepgrok.core.errors), and exits 2: from a command
 through ``fail``, from Typer's own option parsing through ``PlainErrorGroup``. Never a traceback.
 """
 
@@ -24,8 +24,9 @@ try:  # recent Typer vendors Click as typer._click (its own exception classes); 
 except ImportError:  # pragma: no cover
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
-from sweepgrok.errors import RUN_FAILED, USER_ERROR, error_line
-from sweepgrok.outputs import output_problem
+from sweepgrok.config.thresholds import DEFAULT_GROK_THRESHOLD, GROK_THRESHOLDS, tag
+from sweepgrok.core.errors import RUN_FAILED, USER_ERROR, error_line
+from sweepgrok.store.outputs import output_problem
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -45,9 +46,9 @@ def fail(message: str, where: str | None = None, code: int = USER_ERROR) -> type
 def analysis_errors() -> Iterator[None]:
     """What reading and analysing sweep folders refuses (stats.AnalysisError: the option at
     fault; parts.DamagedPart: the damaged part file) as the one error line, exit 2."""
-    from sweepgrok.errors import analysis_option, damaged_part_message
-    from sweepgrok.parts import DamagedPart
-    from sweepgrok.stats import AnalysisError
+    from sweepgrok.analysis.stats import AnalysisError
+    from sweepgrok.core.errors import analysis_option, damaged_part_message
+    from sweepgrok.store.parts import DamagedPart
 
     try:
         yield
@@ -151,7 +152,7 @@ Address = Annotated[
 ]
 def _local_storage(storage: Path | None) -> Path | None:
     """--storage is a folder: a URL (s3://...) would become a local folder s3:/... ."""
-    from sweepgrok.spaces import local_storage
+    from sweepgrok.config.grid_file import local_storage
 
     if storage is not None:
         try:
@@ -226,11 +227,10 @@ Trackers = Annotated[
 ]
 
 
-class Threshold(StrEnum):
-    """Test accuracy that defines grokking."""
-
-    p95 = "0.95"
-    p99 = "0.99"
+Threshold = StrEnum(  # type: ignore[misc]  # members from GROK_THRESHOLDS
+    "Threshold", {f"p{tag(theta)}": f"{theta:g}" for theta in GROK_THRESHOLDS}
+)
+"""Test accuracy that defines grokking: one of GROK_THRESHOLDS."""
 
 
 SweepDirs = Annotated[
@@ -277,7 +277,8 @@ ThresholdOption = Annotated[
     typer.Option(
         # Parentheses, not brackets: Typer's help reads [...] as rich markup and drops it.
         help="Test accuracy that defines grokking (default: the runs' train.grok_threshold "
-        "when they share 0.95 or 0.99, else 0.99)."
+        f"when they share {' or '.join(f'{t:g}' for t in GROK_THRESHOLDS)}, else "
+        f"{DEFAULT_GROK_THRESHOLD:g})."
     ),
 ]
 
@@ -291,7 +292,7 @@ def split_keys(by: str | None) -> list[str] | None:
 def check_sweep_dirs(dirs: list[Path]) -> list[Path]:
     """Typer checked that each folder exists: the sweep folders they are (runs/ or metrics/
     inside) or hold (a storage folder: the sweep folders inside it), else exit 2."""
-    from sweepgrok.storage import NoSweeps, expand_sweep_dirs
+    from sweepgrok.store.storage import NoSweeps, expand_sweep_dirs
 
     try:
         return expand_sweep_dirs(dirs)

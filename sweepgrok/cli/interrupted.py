@@ -1,5 +1,5 @@
 """What `launch` and `search` say and do when Ctrl-C or SIGTERM stopped them
-(sweepgrok.interrupt): one line with what was kept and the command that continues, and the
+(sweepgrok.core.interrupt): one line with what was kept and the command that continues, and the
 exit status 130 (SIGINT) or 143 (SIGTERM)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from sweepgrok import interrupt
+from sweepgrok.core import interrupt
 
 
 def continue_command(

@@ -14,7 +14,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from sweepgrok import interrupt
+from sweepgrok.analysis.labels import key_labels
 from sweepgrok.cli.common import (
     Address,
     Fresh,
@@ -32,10 +32,10 @@ from sweepgrok.cli.common import (
     setup_logging,
 )
 from sweepgrok.cli.interrupted import continue_command, interrupted_exit, kept
-from sweepgrok.config import ConfigError
-from sweepgrok.labels import key_labels
-from sweepgrok.spaces import GridSpec, load_grid, read_sweep_doc
-from sweepgrok.sweepdir import delete_sweep_folder, keep_sweep_file, prepare_grid_folder
+from sweepgrok.config.grid_file import GridSpec, load_grid, read_sweep_doc
+from sweepgrok.config.trial import ConfigError
+from sweepgrok.core import interrupt
+from sweepgrok.store.sweepdir import delete_sweep_folder, keep_sweep_file, prepare_grid_folder
 
 console = plain_console()
 
@@ -68,7 +68,7 @@ def trial_table(spec: GridSpec) -> Table:
 
 def runs_table(sweep_dir: Path, varying: list[str], sweep: str = "") -> Table:
     """The end-of-sweep table from the Parquet (the record, not Ray's memory)."""
-    from sweepgrok.sink import read_runs
+    from sweepgrok.store.sink import read_runs
 
     runs = read_runs(sweep_dir)
     # Packed seeds: each run row carries its own train.seed, train.seeds is null.
@@ -80,7 +80,7 @@ def runs_table(sweep_dir: Path, varying: list[str], sweep: str = "") -> Table:
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
-    # Short, unambiguous headers (sweepgrok.labels) so a sweep's table fits a terminal.
+    # Short, unambiguous headers (sweepgrok.analysis.labels) so a sweep's table fits a terminal.
     for header in ["run_id", *key_labels(keys), "status", "fit_step", "grok_step"]:
         table.add_column(header, no_wrap=True)
     for _, row in runs.iterrows():
@@ -127,7 +127,7 @@ def launch(
         keep_sweep_file(spec.settings, sweep_dir)  # creates the folder and its marker
     except ConfigError as err:
         raise fail(str(err)) from None
-    from sweepgrok.sink import PartWriteError
+    from sweepgrok.store.sink import PartWriteError
 
     # Absolute before the fit: a Ray job's working directory may vanish while it runs.
     sweep_dir = sweep_dir.resolve()

@@ -2,7 +2,7 @@
 
 Each line: the sweep's name, its kind (grid, search, or runs: `sweepgrok train --out`), trials
 done / total, runs grokked / recorded (at the runs' own threshold), the last write (UTC). What
-the counts mean: sweepgrok.sweepstatus (as `sweepgrok status` shows one sweep in full).
+the counts mean: sweepgrok.analysis.sweepstatus (as `sweepgrok status` shows one sweep in full).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from sweepgrok.cli.common import SkipDamaged, analysis_errors, fail
-from sweepgrok.config import ConfigError
+from sweepgrok.config.trial import ConfigError
 
 
 def ls(
@@ -26,8 +26,8 @@ def ls(
 ) -> None:
     """One line per sweep under STORAGE: name, kind, trials done/total, runs grokked, last
     write. Read from the folders alone (no Ray)."""
-    from sweepgrok.storage import sweeps_under
-    from sweepgrok.sweepstatus import read_status
+    from sweepgrok.analysis.sweepstatus import read_status
+    from sweepgrok.store.storage import sweeps_under
 
     sweeps = sweeps_under(storage)
     if not sweeps:
@@ -46,7 +46,7 @@ def ls(
 
 
 def _row(state: object) -> list[str]:
-    from sweepgrok.sweepstatus import SweepStatus, iso_time
+    from sweepgrok.analysis.sweepstatus import SweepStatus, iso_time
 
     assert isinstance(state, SweepStatus)
     written = "-" if state.last_write is None else iso_time(state.last_write)

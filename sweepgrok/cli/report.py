@@ -1,8 +1,8 @@
 """`sweepgrok report SWEEP_DIR... --out DIR [--html]`: a Markdown report with figures and CSV
 tables, and with --html one self-contained HTML file.
 
-The report itself is library code (sweepgrok.report), imported inside the command with pandas
-and matplotlib, so that `sweepgrok --help` stays fast.
+The report itself is library code (sweepgrok.analysis.reporting), imported inside the command with
+pandas and matplotlib, so that `sweepgrok --help` stays fast.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from sweepgrok.cli.common import (
     fail,
     split_keys,
 )
-from sweepgrok.outputs import os_reason
+from sweepgrok.store.outputs import os_reason
 
 
 def report(
@@ -52,7 +52,7 @@ def report(
     The tables are given at each threshold (0.95, 0.99) that every run could see; --threshold
     picks the figures'.
     """
-    from sweepgrok.report import HTML_FILE, build_report
+    from sweepgrok.analysis.reporting import HTML_FILE, build_report
 
     sweep_dirs = check_sweep_dirs(sweep_dirs)  # a storage folder: its sweeps
     check_output(out, "--out", folder=True)  # before any work

@@ -16,7 +16,6 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from sweepgrok import interrupt
 from sweepgrok.cli.common import (
     Address,
     Fresh,
@@ -34,9 +33,10 @@ from sweepgrok.cli.common import (
     setup_logging,
 )
 from sweepgrok.cli.interrupted import continue_command, interrupted_exit, kept
-from sweepgrok.config import ConfigError
-from sweepgrok.search_file import SearchSpec, load_search
-from sweepgrok.sweepdir import delete_sweep_folder, keep_sweep_file, prepare_search_folder
+from sweepgrok.config.search_file import SearchSpec, load_search
+from sweepgrok.config.trial import ConfigError
+from sweepgrok.core import interrupt
+from sweepgrok.store.sweepdir import delete_sweep_folder, keep_sweep_file
 
 console = plain_console()
 
@@ -62,6 +62,27 @@ def top_table(spec: SearchSpec, results: Any) -> Table:
         cells = [str(t.number), _fmt(t.value), "-" if capped is None else str(capped)]
         table.add_row(*cells, *(_fmt(t.params.get(k)) for k in keys))
     return table
+
+
+def plot_objective(spec: SearchSpec, sweep_dir: Path, results: Any) -> None:
+    """Draw <sweep>/objective.png (the objective per trial) into `results` once a trial has a
+    value; a slim install without matplotlib gets the reason instead."""
+    if results.summary["best_value"] is None:
+        return
+    from sweepgrok.search.study import PLOT_FILE, trial_values
+
+    try:
+        from sweepgrok.analysis.plots import plot_objective as draw
+
+        results.plot = draw(
+            trial_values(results.study, spec.budget),
+            sweep_dir / PLOT_FILE,
+            budget=spec.budget,
+            mode=spec.mode,
+            title=f"{results.study.study_name}: {spec.metric} ({spec.mode})",
+        )
+    except ImportError as err:  # matplotlib is a dependency, but a slim install may lack it
+        results.plot_error = str(err)
 
 
 def print_results(spec: SearchSpec, sweep_dir: Path, results: Any) -> None:
@@ -105,7 +126,7 @@ def print_dashboard_command(record: dict[str, Any]) -> None:
     import importlib.util
     import shlex
 
-    from sweepgrok.study import DASHBOARD_EXTRA, dashboard_command
+    from sweepgrok.search.study import DASHBOARD_EXTRA, dashboard_command
 
     command = shlex.join(dashboard_command(record))
     if importlib.util.find_spec("optuna_dashboard") is None:
@@ -143,12 +164,14 @@ def search(
             num_samples=num_samples, max_concurrent=max_concurrent
         )
         sweep_dir = spec.sweep_dir(storage)
+        from sweepgrok.search.study import prepare_search_folder
+
         record = prepare_search_folder(spec, sweep_dir, resume=resume, fresh=fresh)
         new_folder = not sweep_dir.exists()
         keep_sweep_file(spec.settings, sweep_dir)  # creates the folder and its marker
     except ConfigError as err:
         raise fail(str(err)) from None
-    from sweepgrok.sink import PartWriteError
+    from sweepgrok.store.sink import PartWriteError
 
     print_dashboard_command(record)
     extra = [] if num_samples is None else ["--num-samples", str(num_samples)]
@@ -164,7 +187,7 @@ def search(
             raise fail(str(err)) from None
         except PartWriteError as err:  # the study and Tune's state are saved: --resume goes on
             raise cannot_write_rows(err, f"`{again}` continues") from None
-    from sweepgrok.study import finish, finished_count, load_study
+    from sweepgrok.search.study import finish, finished_count, load_study
 
     if interrupt.requested() is not None:
         # No summary or plot: the search is not over (--resume writes them when it is).
@@ -174,6 +197,7 @@ def search(
         raise interrupted_exit(what, sweep_dir.resolve(), again, nothing_left=left <= 0)
 
     results = finish(spec, sweep_dir, record)
+    plot_objective(spec, sweep_dir, results)
     print_results(spec, sweep_dir, results)
     print_dashboard_command(record)
     done = finished_count(results.study)
@@ -196,7 +220,7 @@ def run(
     resume_command: str = "",
 ) -> Any:
     """Persist the study record, then run the trials."""
-    from sweepgrok.study import write_study_record
+    from sweepgrok.search.study import write_study_record
     from sweepgrok.trackers import parse_trackers
     from sweepgrok.tune.search import run_search
 

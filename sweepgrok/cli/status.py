@@ -1,6 +1,6 @@
 """`sweepgrok status SWEEP_DIR`: where a running or finished sweep stands, from its folder alone.
 
-What the states mean and where they are read from: sweepgrok.sweepstatus. This module only
+What the states mean and where they are read from: sweepgrok.analysis.sweepstatus. This module only
 prints: a table (once, or refreshed with --watch) or the JSON form.
 """
 
@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sweepgrok.cli.common import SkipDamaged, analysis_errors, fail, plain_console
-from sweepgrok.config import ConfigError
+from sweepgrok.config.trial import ConfigError
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from sweepgrok.sweepstatus import SweepStatus
+    from sweepgrok.analysis.sweepstatus import SweepStatus
 
 console = plain_console()
 
@@ -76,7 +76,7 @@ def status(
 
 
 def _read(sweep_dir: Path, skip_damaged: bool) -> SweepStatus:
-    from sweepgrok.sweepstatus import read_status
+    from sweepgrok.analysis.sweepstatus import read_status
 
     with analysis_errors():
         try:
@@ -87,7 +87,7 @@ def _read(sweep_dir: Path, skip_damaged: bool) -> SweepStatus:
 
 def _print(state: SweepStatus, fmt: Format) -> None:
     if fmt is Format.json:
-        from sweepgrok.sweepstatus import as_json
+        from sweepgrok.analysis.sweepstatus import as_json
 
         typer.echo(json.dumps(as_json(state, time.time()), indent=2))
     else:
@@ -143,7 +143,7 @@ def status_view(state: SweepStatus, now: float) -> RenderableType:
     from rich.table import Table
     from rich.text import Text
 
-    from sweepgrok.sweepstatus import iso_time
+    from sweepgrok.analysis.sweepstatus import iso_time
 
     c = state.counts
     stopped = c.get("interrupted", 0)

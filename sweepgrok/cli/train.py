@@ -18,9 +18,9 @@ from sweepgrok.cli.common import (
     fail,
     plain_console,
 )
-from sweepgrok.config import ConfigError, device_problem, load_config
-from sweepgrok.interrupt import Interrupted, Interruption, continue_line, handling
-from sweepgrok.sweepdir import make_sweep_folder, prepare_train_folder
+from sweepgrok.config.trial import ConfigError, device_problem, load_config
+from sweepgrok.core.interrupt import Interrupted, Interruption, continue_line, handling
+from sweepgrok.store.sweepdir import make_sweep_folder, prepare_train_folder
 
 TrainResume = Annotated[
     bool,
@@ -65,7 +65,7 @@ def train(
     where = "--out" if out is not None else None
     out = out if out is not None else Path("runs") / config.stem
     command = continue_command(config, set_ or [], out, quiet, umask, tracker or [])
-    # From here a signal is ours (sweepgrok.interrupt): one that comes before the first
+    # From here a signal is ours (sweepgrok.core.interrupt): one that comes before the first
     # evaluation stops the command there. cleanup: the rows in memory are flushed even after
     # a second signal; a third ends at once.
     note = "stopping at the next evaluation, with a checkpoint there"
@@ -97,12 +97,12 @@ def continue_command(config: Path, sets: list[str], out: Path, quiet: bool, umas
 def _train(cfg: Any, out: Path, where: str | None, *, resume: bool, quiet: bool,
            tracker: list[str] | None, intr: Interruption, command: str
            ) -> list[dict[str, Any]] | None:
-    """Train into `out` (see sweepgrok.trainrun); the run rows, or None when nothing ran."""
-    from sweepgrok.process import configure_process
-    from sweepgrok.sink import FirstWriteSink, ParquetSink, PartWriteError
+    """Train into `out` (see sweepgrok.train.trainrun); the run rows, or None when nothing ran."""
+    from sweepgrok.store.sink import FirstWriteSink, ParquetSink, PartWriteError
     from sweepgrok.trackers import parse_trackers
     from sweepgrok.trackers.base import tracked
-    from sweepgrok.trainrun import Checkpoints, remove_checkpoint
+    from sweepgrok.train.process import configure_process
+    from sweepgrok.train.trainrun import Checkpoints, remove_checkpoint
 
     trainer = None
     try:
@@ -139,10 +139,10 @@ def _train(cfg: Any, out: Path, where: str | None, *, resume: bool, quiet: bool,
 def _prepare(cfg: Any, out: Path, where: str | None, resume: bool) -> tuple[Any, Any, int | None]:
     """(trainer, what the folder holds, the step resumed from): exit 2 for a folder that holds
     other runs, or a damaged part or checkpoint."""
-    from sweepgrok.errors import damaged_part_message
-    from sweepgrok.parts import DamagedPart
-    from sweepgrok.trainer import CHECKPOINT_FILE, CheckpointError, Trainer
-    from sweepgrok.trainrun import check_folder, read_folder
+    from sweepgrok.core.errors import damaged_part_message
+    from sweepgrok.store.parts import DamagedPart
+    from sweepgrok.train.trainer import CHECKPOINT_FILE, CheckpointError, Trainer
+    from sweepgrok.train.trainrun import check_folder, read_folder
 
     try:
         folder = read_folder(out, cfg.train.grok_threshold)
@@ -168,7 +168,7 @@ def _prepare(cfg: Any, out: Path, where: str | None, resume: bool) -> tuple[Any,
 def _interrupted(trainer: Any, sink: Any, folder: Any, intr: Interruption, command: str,
                  checkpoint: int | None) -> None:
     """Keep what was measured, say so in one line and how to go on; exit 130 or 143."""
-    from sweepgrok.trainrun import kept_text, record_interruption, steps_on_disk
+    from sweepgrok.train.trainrun import kept_text, record_interruption, steps_on_disk
 
     n = record_interruption(trainer, sink, folder)
     kept = kept_text(folder.out, steps_on_disk(folder.out), n, checkpoint)
@@ -202,7 +202,7 @@ class _Progress:
         self.bar.__exit__(*exc)
 
     def update(self, report: Any) -> None:
-        from sweepgrok.events import reached
+        from sweepgrok.train.events import reached
 
         self.grokked |= {m["run_id"] for m in report.metrics
                          if reached(m["test_acc"], self.threshold)}

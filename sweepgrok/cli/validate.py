@@ -17,8 +17,8 @@ from typing import Annotated, Any
 import typer
 
 from sweepgrok.cli.common import fail
-from sweepgrok.config import SECTIONS, ConfigError, device_problem, load_config, read_mapping
-from sweepgrok.spaces import is_grid_doc, load_grid
+from sweepgrok.config.grid_file import is_grid_doc, load_grid
+from sweepgrok.config.trial import SECTIONS, ConfigError, device_problem, load_config, read_mapping
 
 
 def kind_of(doc: Mapping[str, Any]) -> str:
@@ -60,10 +60,10 @@ def _hint_gpu_sharing(path: Path, gpu: float) -> None:
 
 def _search_summary(path: Path) -> str:
     try:
-        module = importlib.import_module("sweepgrok.search_file")
+        module = importlib.import_module("sweepgrok.config.search_file")
     except ModuleNotFoundError:
         raise ConfigError(
-            f"{path}: search files need sweepgrok.search_file (not installed)"
+            f"{path}: search files need sweepgrok.config.search_file (not installed)"
         ) from None
     spec = module.load_search(path)
     _warn_devices(path, {str(spec.base.get("train.device"))})

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from sweepgrok.sweepdir import SWEEP_FILE
+from sweepgrok.store.sweepdir import SWEEP_FILE
 
 REPORT_FILES = ("report.html", "report.md")
 """Report files attached when they exist (in the sweep folder, or handed to attach_report)."""
@@ -19,8 +19,8 @@ REPORT_FILES = ("report.html", "report.md")
 
 def analysis_files(sweep_dir: Path, into: Path) -> list[Path]:
     """analysis.md and analysis.csv of the sweep folder in `into` (none before a run ended)."""
-    from sweepgrok import comparisons, stats
-    from sweepgrok.tables import Format, render
+    from sweepgrok.analysis import comparisons, stats
+    from sweepgrok.analysis.tables import Format, render
 
     _, summary, _ = stats.load_recorded_runs([sweep_dir], skip_damaged=True)
     if not len(summary):

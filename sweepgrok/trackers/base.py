@@ -22,8 +22,15 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from sweepgrok.sink import INTERRUPTED, METRICS_SCHEMA, RUN_FIELDS, RUNS_SCHEMA, Sink, to_table
-from sweepgrok.sweepdir import MARKER
+from sweepgrok.store.sink import (
+    INTERRUPTED,
+    METRICS_SCHEMA,
+    RUN_FIELDS,
+    RUNS_SCHEMA,
+    Sink,
+    to_table,
+)
+from sweepgrok.store.sweepdir import MARKER
 from sweepgrok.trackers.spec import MissingExtra, TrackerSpec
 
 log = logging.getLogger(__name__)
@@ -31,8 +38,6 @@ log = logging.getLogger(__name__)
 METRIC_KEYS = tuple(f.name for f in METRICS_SCHEMA if pa.types.is_floating(f.type))
 """The metrics/ columns sent as step-indexed series (the numeric ones; null values are left
 out)."""
-STEP_METRIC = "test_acc"
-"""A metric every evaluation has: its series tells which steps a tracker run holds."""
 SUMMARY_KEYS = ("grok_step", "fit_step", "delay", "censored", "steps_run", "final_train_acc",
                 "final_test_acc", "peak_test_acc")
 """The numbers a run ends with, sent as numeric summary values (MLflow metrics, W&B summary) a

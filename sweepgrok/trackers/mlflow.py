@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sweepgrok.trackers.spec import STEP_METRIC
+
 PARAMS_PER_BATCH = 100
 """MLflow's limit of parameters (and tags) in one log_batch call."""
 HTTP_RETRIES = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
@@ -70,8 +72,6 @@ class MlflowTracker:
         return self._parent_id
 
     def open(self, run_id: str) -> int | None:
-        from sweepgrok.trackers.base import STEP_METRIC
-
         earlier = self._find("sweepgrok.run_id", run_id)
         if earlier is None:
             tags = {"sweepgrok.run_id": run_id, "sweepgrok.folder": self.folder,

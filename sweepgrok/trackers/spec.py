@@ -12,6 +12,9 @@ PACKAGES = {"mlflow": "mlflow", "wandb": "wandb"}
 """Tracker kind -> the module its extra installs (mlflow-skinny installs `mlflow`)."""
 ALLOWED = ", ".join(f"{kind}[={target}]" for kind, target in KINDS.items())
 
+STEP_METRIC = "test_acc"
+"""A metric every evaluation has: its series tells which steps a tracker run holds."""
+
 
 class TrackerSpecError(ValueError):
     """A --tracker value that names no tracker, or an empty target."""

@@ -1,6 +1,6 @@
 """Driver-side Tune callback: the trials' rows -> the sweep's Parquet, plus the live view.
 
-Exactly-once argument (readers keep the last row per key, see sweepgrok.sink):
+Exactly-once argument (readers keep the last row per key, see sweepgrok.store.sink):
 - every row a trial reports is buffered here and flushed every `flush_rows` rows, at trial end,
   and *before* any result that carries a checkpoint is acknowledged, so rows up to a checkpoint
   are on disk before Tune's experiment snapshot can refer to that checkpoint;
@@ -23,10 +23,10 @@ from typing import Any
 
 from ray import tune
 
-from sweepgrok import interrupt
-from sweepgrok.config import flatten, from_flat
-from sweepgrok.heartbeat import Heartbeat
-from sweepgrok.sink import ENDED_STATUSES, ParquetSink, PartWriteError, read_runs
+from sweepgrok.config.trial import flatten, from_flat
+from sweepgrok.core import interrupt
+from sweepgrok.store.heartbeat import Heartbeat
+from sweepgrok.store.sink import ENDED_STATUSES, ParquetSink, PartWriteError, read_runs
 from sweepgrok.trackers import TrackerSpec
 from sweepgrok.trackers.base import TrackedSink, tracked
 from sweepgrok.tune.progress import LiveView
@@ -289,7 +289,7 @@ def failed_rows(
     sweep: str, trial_id: str, config: Mapping[str, Any], error: str
 ) -> list[dict[str, Any]]:
     """Run rows (status failed) for every run of a trial, config columns filled in."""
-    from sweepgrok.tasks import split_seed_for
+    from sweepgrok.config.tasks import split_seed_for
 
     cfg = from_flat(config["cfg"])
     rows = []

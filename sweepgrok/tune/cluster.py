@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweepgrok.config import ConfigError
-from sweepgrok.spaces import Resources
+from sweepgrok.config.grid_file import Resources
+from sweepgrok.config.trial import ConfigError
 
 log = logging.getLogger(__name__)
 

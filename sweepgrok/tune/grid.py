@@ -17,9 +17,9 @@ from typing import Any
 import ray
 from ray import tune
 
-from sweepgrok import interrupt
-from sweepgrok.heartbeat import Heartbeat
-from sweepgrok.spaces import GridSpec, Resources
+from sweepgrok.config.grid_file import GridSpec, Resources
+from sweepgrok.core import interrupt
+from sweepgrok.store.heartbeat import Heartbeat
 from sweepgrok.trackers import TrackerSpec
 from sweepgrok.tune.callback import TUNE_DIR, ParquetCallback, raise_write_error
 from sweepgrok.tune.cluster import check_cluster
@@ -38,7 +38,7 @@ QUIET_ENV = {
     "RAY_AIR_NEW_OUTPUT": "0",
 }
 NO_TUNE_SIGINT = "TUNE_DISABLE_SIGINT_HANDLER"
-"""Set while sweepgrok.interrupt handles the signals (the CLI): the callback then asks Tune to
+"""Set while sweepgrok.core.interrupt handles the signals (the CLI): the callback then asks Tune to
 stop through Tune's own graceful stop (ParquetCallback.on_step_begin). A library caller
 without it keeps Tune's Ctrl-C handling."""
 # Loggers that warn about things we chose (no result.json: rows go to Parquet instead).
@@ -298,9 +298,9 @@ def launch_grid(
     """Run (or, with `resume`, restore and finish) a grid's trials; rows land in sweep_dir.
 
     `verbose` lets Ray's worker output through (see start_ray). `train_fn` replaces
-    sweepgrok.trainer.train inside the trials (tests: a trainer that fails). The driver mirrors
-    the rows to `trackers` (sweepgrok.trackers) and keeps a heartbeat in the sweep folder
-    (sweepgrok.heartbeat; `resume_command` is the command it shows for going on). Raises
+    sweepgrok.train.trainer.train inside the trials (tests: a trainer that fails). The driver
+    mirrors the rows to `trackers` (sweepgrok.trackers) and keeps a heartbeat in the sweep folder
+    (sweepgrok.store.heartbeat; `resume_command` is the command it shows for going on). Raises
     ClusterTooSmall, before any trial, when no node of the cluster can hold one.
     """
     s = spec.settings

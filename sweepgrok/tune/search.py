@@ -1,7 +1,7 @@
 """Ray side of `sweepgrok search`: OptunaSearch on a persistent study, with an exact time cap.
 
-Pieces (the objective and cap rules are pure functions in ``sweepgrok.objective``, the study's
-storage and sampler in ``sweepgrok.study``):
+Pieces (the objective and cap rules are pure functions in ``sweepgrok.search.objective``, the
+study's storage and sampler in ``sweepgrok.search.study``):
 
 - ``StudySearch``: Ray's ``OptunaSearch`` on the sweep's study. It nests the sampled dotted keys
   under the trial's ``cfg`` (the grid trainable's layout), numbers trials by their Optuna trial
@@ -30,11 +30,10 @@ from ray import tune
 from ray.tune.search import ConcurrencyLimiter
 from ray.tune.search.optuna import OptunaSearch
 
-from sweepgrok.config import ConfigError, from_flat
-from sweepgrok.heartbeat import Heartbeat
-from sweepgrok.objective import FINAL, OBJECTIVE, TrialProgress, worst_value
-from sweepgrok.search_file import SearchSpec
-from sweepgrok.study import (
+from sweepgrok.config.search_file import SearchSpec
+from sweepgrok.config.trial import ConfigError, from_flat
+from sweepgrok.search.objective import FINAL, OBJECTIVE, TrialProgress, worst_value
+from sweepgrok.search.study import (
     best_value,
     finished_count,
     make_sampler,
@@ -42,6 +41,7 @@ from sweepgrok.study import (
     optuna_space,
     trials_in,
 )
+from sweepgrok.store.heartbeat import Heartbeat
 from sweepgrok.trackers import TrackerSpec
 from sweepgrok.tune.callback import ParquetCallback
 from sweepgrok.tune.cluster import check_cluster
@@ -139,10 +139,10 @@ def search_trainable(config: Mapping[str, Any], board: Any = None, train_fn: Any
 
     ``config["sweep"]`` carries the search settings (metric, theta, budget, margin) and the
     Optuna trial number; ``board`` is the Board actor (None: no time cap); ``train_fn`` stands
-    in for ``sweepgrok.trainer.train`` (tests pass a synthetic trainer with its signature).
+    in for ``sweepgrok.train.trainer.train`` (tests pass a synthetic trainer with its signature).
     """
     if train_fn is None:
-        from sweepgrok.trainer import train as train_fn
+        from sweepgrok.train.trainer import train as train_fn
     train = train_fn
 
     meta = dict(config.get("sweep") or {})
@@ -331,10 +331,10 @@ def run_search(
 
     Raises ClusterTooSmall, before any trial, when no node of the cluster can hold one.
 
-    `train_fn` replaces sweepgrok.trainer.train inside the trials (tests: a synthetic trainer);
-    `verbose` lets Ray's worker output and Optuna's per-trial log lines through; the driver
-    mirrors the rows to `trackers` (sweepgrok.trackers) and keeps a heartbeat in the sweep
-    folder (sweepgrok.heartbeat; `resume_command` is the command it shows for going on).
+    `train_fn` replaces sweepgrok.train.trainer.train inside the trials (tests: a synthetic
+    trainer); `verbose` lets Ray's worker output and Optuna's per-trial log lines through; the
+    driver mirrors the rows to `trackers` (sweepgrok.trackers) and keeps a heartbeat in the sweep
+    folder (sweepgrok.store.heartbeat; `resume_command` is the command it shows for going on).
     """
     import optuna
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from ray import tune
 
-from sweepgrok.config import Config, from_flat, update
+from sweepgrok.config.trial import Config, from_flat, update
 
 PAYLOAD = "_sweepgrok_rows"
 """Result key holding the evaluation's rows as JSON text (metrics, geometry, finished)."""
@@ -65,7 +65,7 @@ def summary(report: Any) -> dict[str, Any]:
 def configure_trial_process(cfg: Config, cpu_share: float) -> None:
     """The process-wide settings of `cfg` for a trial's worker; threads default to one per CPU
     the trial asked for (Ray does not set them)."""
-    from sweepgrok.process import configure_process
+    from sweepgrok.train.process import configure_process
 
     configure_process(cfg.train, default_threads=max(1, int(cpu_share)))
 
@@ -164,10 +164,10 @@ def trial_extra(trial_id: str) -> dict[str, str]:
 def trainable(config: Mapping[str, Any], train_fn: Callable[..., Any] | None = None) -> None:
     """Build the Config, resume from Tune's checkpoint if any, train, report every eval.
 
-    ``train_fn`` stands in for ``sweepgrok.trainer.train`` (same signature; tests wrap the real
-    trainer to make a trial fail)."""
+    ``train_fn`` stands in for ``sweepgrok.train.trainer.train`` (same signature; tests wrap the
+    real trainer to make a trial fail)."""
     if train_fn is None:
-        from sweepgrok.trainer import train
+        from sweepgrok.train.trainer import train
 
         train_fn = train
 

@@ -106,7 +106,7 @@ def plain(value: Any) -> Any:
 
 def rows(sweep: Path) -> dict[str, Any]:
     """{seed: {"run": outcome, "metrics": [every metrics column but run_id and wall_time]}}."""
-    from sweepgrok.sink import read_metrics, read_runs
+    from sweepgrok.store.sink import read_metrics, read_runs
 
     runs = read_runs(sweep).sort_values("train.seed")
     metrics = read_metrics(sweep)

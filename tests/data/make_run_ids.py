@@ -3,8 +3,8 @@ search_spaces/, the members of every grid's first trials, and one non-default va
 
     .venv/bin/python tests/data/make_run_ids.py
 
-Written once per version to tests/data/run_ids_v<version>.json; tests/test_run_ids.py checks
-that later versions give every config recorded there the same id. Each entry is the config's
+Written once per version to tests/data/run_ids_v<version>.json; tests/robustness/test_run_ids.py
+checks that later versions give every config recorded there the same id. Each entry is the config's
 non-default keys (JSON values) and its id.
 """
 
@@ -15,8 +15,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from sweepgrok.config import Config, config_hash, flatten, from_flat, load_config
-from sweepgrok.spaces import load_grid
+from sweepgrok.config.grid_file import load_grid
+from sweepgrok.config.trial import Config, config_hash, flatten, from_flat, load_config
 
 HERE = Path(__file__).resolve().parent
 SPACES = HERE.parent.parent / "search_spaces"
@@ -89,9 +89,9 @@ def configs() -> list[Config]:
     for key, value in ONE_CHANGE.items():
         # geomdr.layers [0] and a one-layer model; knn_k 5 needs no more points than the default
         out.append(from_flat({key: value}, "ONE_CHANGE"))
-    for path in sorted(SPACES.glob("trial_*.yaml")):
+    for path in sorted(SPACES.glob("trials/*.yaml")):
         out.append(load_config(path))
-    for path in sorted(SPACES.glob("*.yaml")):
+    for path in sorted(SPACES.glob("*/*.yaml")):
         if path.name.startswith("trial_"):
             continue
         try:

@@ -1,0 +1,44 @@
+"""Short, unambiguous labels of config keys for table headers, group labels and legends.
+
+A key's last part alone is ambiguous (``task.name`` and ``model.name`` would both be "name";
+``geomdr.enabled`` says nothing as "enabled"), so known keys get a label that names what they
+are and every other key keeps its dotted path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+KEY_LABELS = {
+    "task.name": "task",
+    "task.p": "p",
+    "task.train_fraction": "train frac",
+    "model.arch": "arch",
+    "model.norm": "norm",
+    "model.attention": "attention",
+    "model.n_layers": "layers",
+    "model.d_model": "d_model",
+    "optim.lr": "lr",
+    "optim.weight_decay": "wd",
+    "geomdr.enabled": "GeomDR",
+    "geomdr.target_dim": "d*",
+    "geomdr.penalty": "GeomDR penalty",
+    "geomdr.solver": "GeomDR solver",
+    "geomdr.start_step": "t_s",
+    "geomdr.lambda_max": "lambda_max",
+    "geomdr.ramp_steps": "T_ramp",
+    "geomdr.subsample": "subsample",
+    "grokfast.kind": "Grokfast",
+    "optim.loss": "loss",
+    "optim.perpendicular_grad": "perp grad",
+    "accelerator.arm": "arm",  # derived by analysis/accelerator_summary.py: the lever a run pulls
+    "train.seed": "seed",
+    "train.max_steps": "budget",
+}
+"""Dotted key -> its label; keys not listed are shown as their dotted path."""
+
+
+def key_labels(keys: Sequence[str]) -> list[str]:
+    """The labels of `keys`; the dotted paths where two labels would coincide."""
+    labels = [KEY_LABELS.get(k, k) for k in keys]
+    return labels if len(set(labels)) == len(labels) else list(keys)

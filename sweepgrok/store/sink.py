@@ -1,0 +1,500 @@
+"""Parquet output of a sweep: schemas declared once, immutable part files, deduplicating readers.
+
+Layout of one sweep folder (``<storage>/<name>/``)::
+
+    runs/      one row per run (run_id, every config key by dotted path, status, fit/grok steps,
+               provenance)
+    metrics/   one row per (run_id, step) evaluation
+    geometry/  long form, one row per (run_id, step, layer)
+
+Every file is written to a temporary name in the same folder and then ``os.replace``d, so a
+reader never sees a half-written part. A retried or resumed run writes new parts; the readers
+keep the last-written row per key (``(run_id, step)``, ``(run_id, step, layer)``, ``run_id``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from sweepgrok.config.thresholds import GROK_STEP_COLUMNS
+from sweepgrok.config.trial import SECTIONS
+from sweepgrok.store.outputs import os_reason
+from sweepgrok.store.parts import (
+    ARROW_ERRORS,
+    DamagedPart,
+    as_dataset,
+    damaged,
+    drop_out_of_range,
+    part_files,
+    range_problem,
+    scan_problem,
+)
+
+# Part files carry a monotone write order in their name so readers can keep the newest row.
+_PART_FMT = "part-{seq:013d}-{uid}.parquet"
+
+METRICS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("step", pa.int64()),
+        ("train_loss", pa.float64()),
+        ("train_acc", pa.float64()),
+        ("test_loss", pa.float64()),
+        ("test_acc", pa.float64()),
+        ("weight_norm", pa.float64()),
+        ("wall_time", pa.float64()),
+        ("lr", pa.float64()),
+        ("geomdr_lambda", pa.float64()),
+        ("geomdr_loss", pa.float64()),
+        ("deff", pa.float64()),
+        ("rho", pa.float64()),
+        ("fourier_frac", pa.float64()),
+        ("fourier_above_chance", pa.float64()),
+        ("fourier_freqs", pa.string()),
+        ("fourier_unembed_frac", pa.float64()),
+        ("fourier_unembed_above_chance", pa.float64()),
+        ("fourier_unembed_freqs", pa.string()),
+        # progress measures (sweepgrok.train.progress_measures)
+        ("weight_norm_embed", pa.float64()),
+        ("weight_norm_pos", pa.float64()),
+        ("weight_norm_unembed", pa.float64()),
+        ("logit_norm", pa.float64()),
+        ("collapse_share", pa.float64()),
+        ("deff_test", pa.float64()),
+        # Nanda et al.'s progress measures (sweepgrok.train.fourier_losses)
+        ("restricted_loss", pa.float64()),
+        ("excluded_loss", pa.float64()),
+        ("key_freqs", pa.string()),
+    ]
+)
+"""metrics/: accuracies are fractions in [0, 1]; wall_time is seconds since the run started;
+deff/rho are those of the last hidden representation (all layers are in geometry/);
+fourier_frac is the energy fraction held by the top frequencies of the token embedding,
+fourier_freqs those frequencies as comma-separated ints (Z_p tasks only, else null);
+fourier_unembed_* the same over the classes of the effective unembedding (the readout rows,
+unit-normalised for the cosine unembedding); *_above_chance = (frac - c) / (1 - c) with c =
+top / (p // 2), the share of `top` frequencies under an even spread: ~0 at random init, 1 for
+`top` pure frequencies (sweepgrok.train.geometry.above_chance). Progress measures:
+weight_norm_embed / _pos / _unembed, the L2 norms of the token embedding, the positional
+embedding (Transformer only, else null) and the unembedding; logit_norm, the mean L2 norm of
+the logits over the training split; collapse_share, the fraction of training examples whose
+float32 loss is exactly 0; deff_test, deff on the test split's fixed subsample (null when
+geometry.enabled is false). restricted_loss / excluded_loss are
+Nanda et al.'s losses on the test / training split with only / without the logits' components
+at key_freqs, the key frequencies of the token embedding as comma-separated ints (Transformer
+on add or sub only, else null; sweepgrok.train.fourier_losses)."""
+
+GEOMETRY_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("step", pa.int64()),
+        ("layer", pa.int64()),
+        ("deff", pa.float64()),
+        ("rho", pa.float64()),
+        ("top_eig_frac", pa.float64()),
+        ("weight_norm", pa.float64()),
+        ("deff_test", pa.float64()),
+        ("weight_norm_q", pa.float64()),
+        ("weight_norm_k", pa.float64()),
+        ("weight_norm_v", pa.float64()),
+        ("weight_norm_o", pa.float64()),
+        ("weight_norm_mlp_in", pa.float64()),
+        ("weight_norm_mlp_out", pa.float64()),
+        ("attn_entropy", pa.list_(pa.float64())),
+    ]
+)
+"""geometry/: per layer (layer i = Transformer block i or MLP hidden layer i): deff, rho and
+top_eig_frac = mu_1 / sum(mu) of the hidden representation after it on the training split,
+deff_test on the test split (null when geometry.enabled is false); weight_norm, the L2 norm
+of its parameters (always); Transformer only (else null): weight_norm_q/_k/_v/_o of W_Q, W_K,
+W_V, W_O, weight_norm_mlp_in/_out of (W_in, b_in) and (W_out, b_out), and attn_entropy, one
+value per head (head h at index h): the entropy in nats of the readout position's attention
+over the 3 positions, mean over the training split."""
+
+RUN_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("run_id", pa.string()),
+    ("sweep", pa.string()),
+    ("status", pa.string()),
+    ("fit_step", pa.int64()),
+    ("grok_step", pa.int64()),
+    *((column, pa.int64()) for column in GROK_STEP_COLUMNS),
+    ("censored", pa.bool_()),
+    ("steps_run", pa.int64()),
+    ("final_train_acc", pa.float64()),
+    ("final_test_acc", pa.float64()),
+    ("peak_test_acc", pa.float64()),
+    ("collapse_step", pa.int64()),
+    ("collapse_to_grok", pa.int64()),
+    ("wall_time", pa.float64()),
+    ("error", pa.string()),
+    ("sweepgrok_version", pa.string()),
+    ("git_commit", pa.string()),
+    ("torch_version", pa.string()),
+    ("ray_version", pa.string()),
+    ("host", pa.string()),
+    ("device", pa.string()),
+    ("gpu_ids", pa.string()),
+    ("node_id", pa.string()),
+    ("trial_id", pa.string()),
+    ("finished_at", pa.string()),
+]
+"""runs/ columns besides the config keys. status is one of STATUSES; grok_step is the grok step
+at train.grok_threshold (null when censored); censored = never grokked within steps_run."""
+
+STATUSES = ("grokked", "completed", "censored", "diverged", "failed", "interrupted")
+"""grokked: stopped at its grok step (train.stop_after_grok); completed: ran its whole budget and
+grokked on the way; censored: did not grok within its budget (or was stopped by a time cap);
+diverged: non-finite loss; failed: raised an error; interrupted: not ended, stopped by a signal
+after its last evaluation (steps_run; its events so far): ``--resume`` continues it and writes
+its final row, which supersedes this one. The analysis leaves an interrupted run out, as it does a
+run without a run row (still running): ENDED_STATUSES are the others."""
+INTERRUPTED = "interrupted"
+ENDED_STATUSES = STATUSES[:-1]
+"""The statuses of a run that ended (its row is final)."""
+
+
+def _config_fields() -> list[tuple[str, pa.DataType]]:
+    from sweepgrok.config.trial import Config
+
+    types = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string()}
+    out = []
+    for section, cls in SECTIONS.items():
+        defaults = getattr(Config(), section)
+        for field in cls.model_fields:
+            value = getattr(defaults, field)
+            typ = types.get(type(value), pa.string())
+            if field in ("batch_size", "threads"):
+                typ = pa.int64()
+            out.append((f"{section}.{field}", typ))
+    return out
+
+
+RUNS_SCHEMA = pa.schema(RUN_FIELDS + _config_fields())
+"""runs/: list-valued config keys (optim.betas, train.seeds, geomdr.layers) are stored as their
+JSON text so that every tool can group by them."""
+
+
+def _cell(value: Any, typ: pa.DataType) -> Any:
+    if value is None:
+        return None
+    if pa.types.is_string(typ) and not isinstance(value, str):
+        import json
+
+        return json.dumps(value)
+    return value
+
+
+def to_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    """Rows -> a table with exactly `schema` (missing columns null, unknown keys rejected)."""
+    names = set(schema.names)
+    for row in rows:
+        extra = set(row) - names
+        if extra:
+            raise KeyError(f"columns not in the schema: {sorted(extra)}")
+    cols = {
+        f.name: pa.array([_cell(r.get(f.name), f.type) for r in rows], type=f.type)
+        for f in schema
+    }
+    return pa.table(cols, schema=schema)
+
+
+_seq_lock = threading.Lock()
+_last_seq = 0
+
+
+def _next_seq() -> int:
+    # Nanosecond clock, forced strictly increasing within the process: order of writes.
+    global _last_seq
+    import time
+
+    with _seq_lock:
+        _last_seq = max(_last_seq + 1, time.time_ns())
+        return _last_seq
+
+
+class PartWriteError(OSError):
+    """A part file could not be written (disk full, read-only, no permission).
+
+    Nothing of it is left behind, and the parts written before are intact: once the cause is
+    gone, a resumed sweep re-emits the rows after its last checkpoint (readers deduplicate).
+    """
+
+    def __init__(self, folder: Path, err: OSError) -> None:
+        reason = os_reason(err)  # pyarrow's own text is a sentence around the errno's
+        super().__init__(err.errno, reason)
+        self.folder = folder
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"{self.folder}: cannot write a part file: {self.reason}"
+
+
+def write_part(folder: Path, table: pa.Table) -> Path:
+    """Write one immutable part: temporary name in the same folder, then atomic rename.
+
+    Raises PartWriteError when the folder cannot take it; the temporary file is removed.
+    """
+    final = folder / _PART_FMT.format(seq=_next_seq(), uid=uuid.uuid4().hex[:8])
+    tmp = folder / f".tmp-{final.name}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, tmp)
+        os.replace(tmp, final)
+    except BaseException as err:  # interrupted too: never leave a partial file behind
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise PartWriteError(folder, err) from err
+        raise
+    return final
+
+
+class Sink(Protocol):
+    """Where the trainer's rows go (a Parquet folder, Ray's reporter, a test list)."""
+
+    def write_metrics(self, rows: Sequence[Mapping[str, Any]]) -> None: ...
+    def write_geometry(self, rows: Sequence[Mapping[str, Any]]) -> None: ...
+    def write_run(self, row: Mapping[str, Any]) -> None: ...
+    def flush(self) -> None: ...
+
+
+class ParquetSink:
+    """Buffers rows and writes part files of the sweep folder layout.
+
+    Metric and geometry rows are flushed every `flush_rows` rows, at `flush()` and with each
+    run row (so a run row is never on disk before its metrics).
+    """
+
+    def __init__(self, sweep_dir: str | Path, flush_rows: int = 2000) -> None:
+        self.root = Path(sweep_dir)
+        self.flush_rows = flush_rows
+        self._metrics: list[Mapping[str, Any]] = []
+        self._geometry: list[Mapping[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def write_metrics(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        with self._lock:
+            self._metrics.extend(rows)
+            full = len(self._metrics) >= self.flush_rows
+        if full:
+            self.flush()
+
+    def write_geometry(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        with self._lock:
+            self._geometry.extend(rows)
+            full = len(self._geometry) >= self.flush_rows
+        if full:
+            self.flush()
+
+    def write_run(self, row: Mapping[str, Any]) -> None:
+        self.flush()
+        write_part(self.root / "runs", to_table([row], RUNS_SCHEMA))
+
+    def flush(self) -> None:
+        with self._lock:
+            metrics, self._metrics = self._metrics, []
+            geometry, self._geometry = self._geometry, []
+        try:
+            if metrics:
+                write_part(self.root / "metrics", to_table(metrics, METRICS_SCHEMA))
+                metrics = []
+            if geometry:
+                write_part(self.root / "geometry", to_table(geometry, GEOMETRY_SCHEMA))
+                geometry = []
+        except (KeyboardInterrupt, SystemExit):
+            # An interrupt (sweepgrok.core.interrupt) inside a write: the rows go back to the buffer
+            # for the cleanup's flush. An OSError drops them (PartWriteError: a resume re-emits).
+            with self._lock:
+                self._metrics[:0], self._geometry[:0] = metrics, geometry
+            raise
+
+
+class FirstWriteSink:
+    """A Sink that passes on only the evaluations not yet in the sweep folder, and remembers
+    which run rows it wrote.
+
+    A resumed run re-emits the evaluations between its checkpoint and the interruption; they are
+    bit-identical but for wall_time, so the first-written rows stay and the folder holds each
+    (run_id, step) once (the readers would keep the last anyway). `written` maps metrics and
+    geometry to the (run_id, step) pairs already on disk (``written_steps``)."""
+
+    def __init__(self, inner: Sink, written: Mapping[str, set[tuple[str, int]]]) -> None:
+        self.inner = inner
+        self.written = written
+        self.run_ids: set[str] = set()
+        """The run ids whose run row went through this sink."""
+
+    def _new(self, kind: str, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        seen = self.written.get(kind, set())
+        return [r for r in rows if (r["run_id"], r["step"]) not in seen]
+
+    def write_metrics(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        new = self._new("metrics", rows)
+        if new:
+            self.inner.write_metrics(new)
+
+    def write_geometry(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        new = self._new("geometry", rows)
+        if new:
+            self.inner.write_geometry(new)
+
+    def write_run(self, row: Mapping[str, Any]) -> None:
+        """Pass a run's row once: a checkpoint written where a run ended writes its row before
+        the trainer hands on the same row."""
+        run_id = str(row["run_id"])
+        if run_id not in self.run_ids:
+            self.inner.write_run(row)
+            self.run_ids.add(run_id)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+
+def written_steps(sweep_dir: str | Path) -> dict[str, set[tuple[str, int]]]:
+    """metrics and geometry -> the (run_id, step) pairs their parts hold (FirstWriteSink)."""
+    out = {}
+    for kind in ("metrics", "geometry"):
+        table = read_table(sweep_dir, kind, ["run_id", "step"])
+        out[kind] = set(zip(table.column("run_id").to_pylist(), table.column("step").to_pylist(),
+                            strict=True))
+    return out
+
+
+class ListSink:
+    """In-memory sink for tests and for callers that post-process rows themselves."""
+
+    def __init__(self) -> None:
+        self.metrics: list[dict[str, Any]] = []
+        self.geometry: list[dict[str, Any]] = []
+        self.runs: list[dict[str, Any]] = []
+
+    def write_metrics(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        self.metrics.extend(dict(r) for r in rows)
+
+    def write_geometry(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        self.geometry.extend(dict(r) for r in rows)
+
+    def write_run(self, row: Mapping[str, Any]) -> None:
+        self.runs.append(dict(row))
+
+    def flush(self) -> None:
+        pass
+
+
+KEYS = {"metrics": ["run_id", "step"], "geometry": ["run_id", "step", "layer"], "runs": ["run_id"]}
+SCHEMAS = {"metrics": METRICS_SCHEMA, "geometry": GEOMETRY_SCHEMA, "runs": RUNS_SCHEMA}
+
+
+def read_table(
+    sweep_dirs: str | Path | Iterable[str | Path],
+    kind: str = "metrics",
+    columns: Sequence[str] | None = None,
+    *,
+    skip_damaged: bool = False,
+) -> pa.Table:
+    """Read `kind` (metrics, geometry, runs) of one or more sweep folders, deduplicated.
+
+    Keeps the last-written row for each key, so a retried, resumed or re-reported run counts
+    once. `columns` projects (the key columns are always read). A damaged part file raises
+    DamagedPart, or with `skip_damaged` is left out with a warning (sweepgrok.store.parts).
+    """
+    if kind not in SCHEMAS:
+        raise ValueError(f"kind must be one of {', '.join(SCHEMAS)} (got {kind!r})")
+    dirs = [Path(sweep_dirs)] if isinstance(sweep_dirs, str | Path) else list(map(Path, sweep_dirs))
+    schema = SCHEMAS[kind]
+    parts = part_files(dirs, kind, schema, skip_damaged)
+    keys = KEYS[kind]
+    cols = None if columns is None else list(dict.fromkeys([*keys, *columns]))
+    try:
+        table = _scan(parts, schema, cols)
+    except ARROW_ERRORS:
+        # A part whose footer is fine but whose rows are not: find it (and, skipping, retry).
+        parts = _drop_unreadable(parts, schema, cols, skip_damaged)
+        table = _scan(parts, schema, cols)
+    if range_problem(table, kind):  # find the part(s) at fault: the error names them
+        parts = drop_out_of_range(parts, schema, kind, skip_damaged)
+        table = _scan(parts, schema, cols)
+    return dedupe(table, keys)
+
+
+def _scan(parts: Sequence[ds.Fragment], schema: pa.Schema, cols: list[str] | None) -> pa.Table:
+    if not parts:
+        empty = schema.empty_table()
+        return empty if cols is None else empty.select(cols)
+    # Parts are appended in write order; dedupe keeps the last occurrence of each key.
+    return as_dataset(parts, schema).to_table(columns=cols)
+
+
+def _drop_unreadable(
+    parts: Sequence[ds.Fragment],
+    schema: pa.Schema,
+    cols: list[str] | None,
+    skip: bool,
+) -> list[ds.Fragment]:
+    """`parts` without those whose rows cannot be read (DamagedPart unless `skip`)."""
+    kept = []
+    for part in parts:
+        problem = scan_problem(part, schema, cols)
+        if problem is None:
+            kept.append(part)
+            continue
+        path = Path(part.path)  # <sweep_dir>/<kind>/<name>, as part_files built it
+        damaged(path.parents[1], path, problem, skip)
+    if len(kept) == len(parts):  # every part reads alone: name the folder rather than crash
+        folder = Path(parts[0].path).parent
+        raise DamagedPart(folder.parent, f"{folder.name}/", "its parts cannot be read together")
+    return kept
+
+
+def dedupe(table: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """Keep the last row of each key (row order = write order), sorted by key.
+
+    A numpy sort rather than pyarrow's group_by: the single-threaded hash aggregation on the
+    string run_id was most of the read time of a 2M-row sweep (benchmarks/bench_analysis.py).
+    """
+    if table.num_rows == 0:
+        return table
+    import numpy as np
+    import pandas as pd
+
+    cols = []
+    for k in keys:
+        values = table.column(k).to_numpy(zero_copy_only=False)
+        cols.append(pd.factorize(values, sort=True)[0] if values.dtype == object else values)
+    # lexsort: last key is primary; the write index breaks ties so the newest row comes last.
+    order = np.lexsort([np.arange(table.num_rows), *reversed(cols)])
+    sorted_cols = [c[order] for c in cols]
+    last = np.ones(len(order), dtype=bool)
+    last[:-1] = np.logical_or.reduce([c[1:] != c[:-1] for c in sorted_cols])
+    return table.take(pa.array(order[last]))
+
+
+def read_metrics(
+    sweep_dirs: Any, columns: Sequence[str] | None = None, *, skip_damaged: bool = False
+) -> Any:
+    """metrics/ as a pandas DataFrame, one row per (run_id, step) (see read_table)."""
+    return read_table(sweep_dirs, "metrics", columns, skip_damaged=skip_damaged).to_pandas()
+
+
+def read_runs(
+    sweep_dirs: Any, columns: Sequence[str] | None = None, *, skip_damaged: bool = False
+) -> Any:
+    """runs/ as a pandas DataFrame, one row per run_id, its last-written (see read_table)."""
+    return read_table(sweep_dirs, "runs", columns, skip_damaged=skip_damaged).to_pandas()
+
+
+def read_geometry(
+    sweep_dirs: Any, columns: Sequence[str] | None = None, *, skip_damaged: bool = False
+) -> Any:
+    """geometry/ as a pandas DataFrame, one row per (run_id, step, layer) (see read_table)."""
+    return read_table(sweep_dirs, "geometry", columns, skip_damaged=skip_damaged).to_pandas()

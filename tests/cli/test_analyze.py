@@ -1,0 +1,297 @@
+"""`sweepgrok analyze` through CliRunner: every format, several folders, plots, and exit 2."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import EVAL, GROKS, write_sweep
+from conftest import one_line_error as message
+from typer.testing import CliRunner
+
+from sweepgrok.analysis import comparisons, stats
+from sweepgrok.cli import app
+from sweepgrok.config.trial import Config, flatten, update
+from sweepgrok.store.sink import ParquetSink
+
+runner = CliRunner()
+@pytest.fixture
+def sweep(tmp_path: Path) -> Path:
+    return write_sweep(tmp_path / "quick", GROKS)
+
+
+@pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Into a pipe the table is one wide table unless $COLUMNS says otherwise: a shell that
+    # exports COLUMNS (seen: 80 on a GPU machine) would wrap the rows these tests read.
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
+def invoke(*args: str | Path) -> tuple[int, str]:
+    result = runner.invoke(app, ["analyze", *map(str, args)])
+    assert "Traceback" not in result.output
+    return result.exit_code, result.output
+
+
+def test_table_is_the_default(sweep: Path) -> None:
+    code, out = invoke(sweep, "--baseline", "model.norm=none")
+    assert code == 0, out
+    assert "norm" in out and "KM median" in out and "p (exact)" in out
+    (sphere_line,) = [line for line in out.splitlines() if "sphere" in line]
+    assert "3/3 100%" in sphere_line and "300" in sphere_line
+    (none_line,) = [line for line in out.splitlines() if "│ none" in line]
+    assert "2/3" in none_line and "baseline" in none_line and "> 1,000" not in none_line
+
+
+def test_csv_matches_the_library(sweep: Path) -> None:
+    code, out = invoke(sweep, "--format", "csv", "--baseline", "model.norm=none")
+    assert code == 0, out
+    table = pd.read_csv(io.StringIO(out)).set_index("model.norm")
+    summary = stats.summarize_sweeps(sweep)
+    expected = comparisons.analysis_table(summary, None, "model.norm=none")
+    expected = expected.set_index("model.norm")
+    assert table.loc["none", "n_grokked"] == 2 and table.loc["sphere", "km_median"] == 300
+    assert table.loc["none", "km_median"] == 900  # S(800)=2/3, S(900)=1/3; censored at 1000
+    for col in ("success_rate", "grok_median", "speedup", "p", "p_asymptotic"):
+        assert table[col].tolist() == pytest.approx(expected[col].tolist(), nan_ok=True)
+    assert table.loc["sphere", "speedup"] == 3.0  # 900 / 300
+
+
+def test_json_records(sweep: Path) -> None:
+    code, out = invoke(sweep, "--format", "json", "--threshold", "0.95")
+    assert code == 0, out
+    rows = {r["model.norm"]: r for r in json.loads(out)}
+    assert rows["sphere"]["n"] == 3 and rows["none"]["success_rate"] == pytest.approx(2 / 3)
+    assert rows["none"]["grok_median_lo"] is None or rows["none"]["grok_median_lo"] >= 800
+
+
+def test_markdown_for_papers(sweep: Path) -> None:
+    code, out = invoke(sweep, "--format", "markdown", "--by", "model.norm")
+    assert code == 0, out
+    lines = out.splitlines()
+    assert lines[0].startswith("| norm | grokked") and lines[1].startswith("|---|")
+    assert sum(line.startswith("| ") for line in lines) == 3  # header + two groups
+    assert "Kaplan-Meier" in out
+
+
+def test_out_file_and_plots(sweep: Path, tmp_path: Path) -> None:
+    target, figs = tmp_path / "res" / "table.csv", tmp_path / "figs"
+    code, out = invoke(sweep, "--format", "csv", "--out", target, "--plots", figs)
+    assert code == 0, out
+    assert pd.read_csv(target)["n"].tolist() == [3, 3]
+    names = {p.name for p in figs.glob("*.png")}
+    assert {"accuracy.png", "grok_times.png", "survival.png", "deff.png", "progress.png"} <= names
+
+
+def test_plots_as_vectors(sweep: Path, tmp_path: Path) -> None:
+    figs = tmp_path / "figs"
+    code, out = invoke(sweep, "--format", "csv", "--plots", figs, "--plot-format", "pdf")
+    assert code == 0, out
+    written = sorted(p.name for p in figs.iterdir())
+    assert written == ["accuracy.pdf", "deff.pdf", "grok_times.pdf", "progress.pdf", "survival.pdf"]
+    assert (figs / "survival.pdf").read_bytes().startswith(b"%PDF-")
+
+
+def test_several_sweeps_together(sweep: Path, tmp_path: Path) -> None:
+    other = write_sweep(tmp_path / "again", {"sphere": [100, 100]}, seed0=10)
+    code, out = invoke(sweep, other, "--format", "csv")
+    assert code == 0, out
+    assert pd.read_csv(io.StringIO(out)).set_index("model.norm")["n"].to_dict() == {
+        "none": 3,
+        "sphere": 5,
+    }
+    code, out = invoke(sweep, other, "--format", "csv", "--by", "sweep")
+    assert pd.read_csv(io.StringIO(out)).set_index("sweep")["n"].to_dict() == {
+        "again": 2,
+        "quick": 6,
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["--by", "model.nrom"], ["error: --by: ", "model.norm"]),
+        (["--threshold", "0.9"], ["error: --threshold: ", "0.95", "0.99"]),
+        (["--format", "xlsx"], ["error: --format: ", "markdown"]),
+        (["--plot-format", "jpg"], ["error: --plot-format: ", "svg", "pdf"]),
+        (["--plot-format", "svg"], ["error: --plot-format: ", "--plots"]),
+        (["--baseline", "model.norm=rmsnorm"], ["--baseline", "none, sphere"]),
+        (["--baseline", "model.norm"], ["--baseline", "key=value"]),
+        (["--baseline", "optim.wd=1"], ["--baseline", "optim.weight_decay"]),
+    ],
+)
+def test_bad_options_exit_2(sweep: Path, args: list[str], needles: list[str]) -> None:
+    code, out = invoke(sweep, *args)
+    assert code == 2, out
+    for needle in needles:
+        assert needle in message(out), (needle, out)
+
+
+def test_missing_or_empty_folder_exits_2(tmp_path: Path) -> None:
+    code, out = invoke(tmp_path / "nope")
+    assert code == 2 and "does not exist" in message(out)
+    code, out = invoke(tmp_path)
+    assert code == 2 and message(out).startswith(  # nor a storage folder of sweeps
+        f"error: {tmp_path}: not a sweep folder (no runs/ or metrics/ inside) and holds none"
+    )
+
+
+def test_report_command_writes_the_same_report(sweep: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    args = ["report", str(sweep), "--out", str(out), "--baseline", "model.norm=none"]
+    result = runner.invoke(app, [*args, "--threshold", "0.95"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == f"wrote {out / 'report.md'}"
+    text = (out / "report.md").read_text()
+    assert "| sphere | 3/3 100%" in text and "## Figures (grok = test accuracy >= 0.95)" in text
+    assert {p.name for p in out.iterdir()} >= {"runs.csv", "groups_95.csv", "groups_99.csv"}
+    assert (out / "figures" / "survival.png").is_file()
+    result = runner.invoke(app, ["report", str(sweep), "--out", str(out), "--by", "model.nrom"])
+    assert result.exit_code == 2 and message(result.output).startswith("error: --by: ")
+    result = runner.invoke(app, ["report", str(sweep)])
+    assert result.exit_code == 2 and "--out" in message(result.output)
+
+
+def test_threshold_defaults_to_the_runs_own(tmp_path: Path) -> None:
+    sweep = write_sweep(tmp_path / "p1", {"none": [500, 600]}, grok_threshold=0.95)
+    code, out = invoke(sweep)
+    assert code == 0 and "test_acc >= 0.95" in out
+    code, out = invoke(sweep, "--threshold", "0.99")
+    assert code == 0 and "test_acc >= 0.99" in out
+
+
+def test_runs_still_in_progress_or_interrupted_are_noted_and_left_out(sweep: Path) -> None:
+    # An interrupted run has a row, but not a final one: --resume finishes it. Counted as not
+    # grokked it would bias the success rate; it is left out like a run still running.
+    sink = ParquetSink(sweep)
+    sink.write_metrics([{"run_id": "in-flight", "step": 0, "train_acc": 0.1, "test_acc": 0.1},
+                        {"run_id": "stopped", "step": 0, "train_acc": 0.1, "test_acc": 0.1}])
+    sink.write_run({"run_id": "stopped", "status": "interrupted", "steps_run": 0,
+                    "censored": False})
+    sink.flush()
+    result = runner.invoke(app, ["analyze", str(sweep), "--format", "csv"])
+    assert result.exit_code == 0
+    assert "2 run(s) have not ended (no runs/ row yet, or interrupted" in result.stderr
+    assert pd.read_csv(io.StringIO(result.stdout))["n"].tolist() == [3, 3]
+
+
+# ---- the statistics issue's hand-built sweeps, through the command a user types -------------
+
+
+def write_runs(root: Path, runs: list[tuple[dict, int | None, str, int]]) -> Path:
+    """(config overrides, grok step or None, status, steps run) per run; evals every 100."""
+    sink = ParquetSink(root)
+    for i, (overrides, grok, status, steps_run) in enumerate(runs):
+        cfg = update(Config(), {"train.seed": i, **overrides})
+        rid = f"r{i}"
+        n = steps_run // EVAL + 1
+        rows = [
+            {"run_id": rid, "step": k * EVAL, "train_acc": 1.0,
+             "test_acc": 1.0 if grok is not None and k * EVAL >= grok else 0.1}
+            for k in range(n)
+        ]
+        sink.write_metrics(rows)
+        sink.write_run({**flatten(cfg), "run_id": rid, "status": status, "steps_run": steps_run})
+    return root
+
+
+def csv_table(*args: str | Path) -> pd.DataFrame:
+    code, out = invoke(*args, "--format", "csv")
+    assert code == 0, out
+    return pd.read_csv(io.StringIO(out))
+
+
+def test_a_diverged_run_stays_at_risk_in_analyze(tmp_path: Path) -> None:
+    budget = {"train.max_steps": 5000}
+    runs = [(budget, g, "completed", g) for g in (1000, 2000, 3000, 4000)]
+    runs.append((budget, None, "diverged", 100))
+    row = csv_table(write_runs(tmp_path / "div", runs)).iloc[0]
+    assert row["km_median"] == 3000 and row["n_failed"] == 1 and row["n_grokked"] == 4
+
+
+def test_km_median_of_two_runs_is_their_midpoint_in_analyze(tmp_path: Path) -> None:
+    runs = [({}, g, "completed", g) for g in (500, 800)]
+    row = csv_table(write_runs(tmp_path / "two", runs)).iloc[0]
+    assert row["km_median"] == 650 == row["grok_median"]
+
+
+def test_each_task_is_compared_with_its_own_baseline_in_analyze(tmp_path: Path) -> None:
+    groks = {("div", True): 1000, ("div", False): 4000, ("add", True): 900, ("add", False): 2000}
+    runs = [
+        ({"task.name": t, "task.p": 11, "geomdr.enabled": on}, g + 100 * s, "completed", 9000)
+        for (t, on), g in groks.items()
+        for s in range(3)
+    ]
+    sweep = write_runs(tmp_path / "strata", runs)
+    by = ("--by", "task.name,geomdr.enabled", "--baseline", "geomdr.enabled=false")
+    table = csv_table(sweep, *by)
+    rows = table.set_index(["task.name", "geomdr.enabled"])
+    assert rows.loc[("div", True), "baseline_group"] == "task=div, GeomDR=false"
+    assert rows.loc[("div", True), "speedup"] == pytest.approx(4100 / 1100)
+    assert rows.loc[("add", True), "baseline_group"] == "task=add, GeomDR=false"
+    code, out = invoke(sweep, *by)
+    assert code == 0 and "p Holm" in out and "vs" in out
+
+
+def test_three_against_three_gives_the_exact_p_in_analyze(tmp_path: Path) -> None:
+    runs = [({"model.norm": "none"}, g, "completed", g) for g in (400, 500, 600)]
+    runs += [({"model.norm": "sphere"}, g, "completed", g) for g in (100, 200, 300)]
+    table = csv_table(write_runs(tmp_path / "sep", runs), "--baseline", "model.norm=none")
+    sphere = table.set_index("model.norm").loc["sphere"]
+    assert 0.09 <= sphere["p"] <= 0.11 and sphere["p_asymptotic"] < 0.03
+
+
+def test_paired_needs_matching_seeds_in_analyze(tmp_path: Path) -> None:
+    runs = [({"model.norm": "none", "train.seed": s}, 400 + 100 * s, "completed", 900)
+            for s in (1, 2)]
+    runs += [({"model.norm": "sphere", "train.seed": s}, 100 * s, "completed", 900)
+             for s in (1, 2)]
+    sweep = write_runs(tmp_path / "pairs", runs)
+    table = csv_table(sweep, "--baseline", "model.norm=none", "--paired")
+    assert table.set_index("model.norm").loc["sphere", "n_pairs"] == 2
+    stray = ({"model.norm": "sphere", "train.seed": 7}, 100, "completed", 900)
+    odd = write_runs(tmp_path / "odd", [*runs[:3], stray])
+    code, out = invoke(odd, "--baseline", "model.norm=none", "--paired")
+    assert code == 2 and "--paired" in message(out) and "seeds" in out
+
+
+def test_a_threshold_the_runs_stopped_short_of_exits_2(tmp_path: Path) -> None:
+    stop = {"train.grok_threshold": 0.95, "train.stop_after_grok": True}
+    sink = ParquetSink(tmp_path / "stopped")
+    for i in range(2):
+        rows = [{"run_id": f"r{i}", "step": s, "train_acc": 1.0, "test_acc": a}
+                for s, a in ((0, 0.1), (100, 0.96))]
+        sink.write_metrics(rows)
+        cfg = flatten(update(Config(), {**stop, "train.seed": i}))
+        sink.write_run({**cfg, "run_id": f"r{i}", "status": "grokked", "steps_run": 100})
+    code, out = invoke(tmp_path / "stopped", "--threshold", "0.99")
+    assert code == 2
+    assert "--threshold" in message(out) and "0.95" in out
+    code, out = invoke(tmp_path / "stopped", "--threshold", "0.95")
+    assert code == 0, out
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_table_fits_the_terminal(tmp_path: Path, width: int) -> None:
+    from sweepgrok.analysis.tables import Format, render
+
+    groks = {("div", True): 1000, ("div", False): 4000, ("add", True): 900, ("add", False): 2000}
+    runs = [
+        ({"task.name": t, "task.p": 11, "geomdr.enabled": on}, g + 100 * s, "completed", 9000)
+        for (t, on), g in groks.items()
+        for s in range(3)
+    ]
+    summary = stats.summarize_sweeps(write_runs(tmp_path / "w", runs))
+    keys = ["task.name", "geomdr.enabled"]
+    table = comparisons.analysis_table(summary, keys, "geomdr.enabled=false")
+    text = render(table, keys, Format.table, 0.99, width=width)
+    assert max(len(line) for line in text.splitlines()) <= width
+    # Every group and every number is still there, under unambiguous labels.
+    for cell in ("task=div, GeomDR=true", "3/3 100%", "KM median", "p (exact)", "p Holm"):
+        assert cell in text
+    assert "name=" not in text and "enabled=" not in text
+    wide = render(table, keys, Format.table, 0.99, width=1000)
+    assert "│" in wide and "task" in wide.splitlines()[1]  # one table when it fits

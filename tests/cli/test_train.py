@@ -1,0 +1,73 @@
+"""`sweepgrok train`: CliRunner for the edges, a real subprocess for the user's command."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from sweepgrok.cli import app
+
+ROOT = Path(__file__).parents[2]
+runner = CliRunner()
+
+
+def test_bad_override_exits_2_naming_the_key(tmp_path):
+    res = runner.invoke(app, ["train", str(ROOT / "search_spaces/trials/trial_quick.yaml"),
+                              "--set", "model.norm=batchnorm", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "model.norm" in res.output and "sphere" in res.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_missing_file_and_unknown_key_exit_2(tmp_path):
+    res = runner.invoke(app, ["train", str(tmp_path / "nope.yaml")])
+    assert res.exit_code == 2 and "cannot read" in res.output
+    res = runner.invoke(app, ["train", str(ROOT / "search_spaces/trials/trial_quick.yaml"),
+                              "--set", "train.maxsteps=3"])
+    assert res.exit_code == 2 and "train.maxsteps" in res.output and "max_steps" in res.output
+
+
+def test_train_writes_a_sweep_folder(tmp_path):
+    trial = str(ROOT / "search_spaces/trials/trial_quick.yaml")
+    res = runner.invoke(app, ["train", trial, "--quiet",
+                              "--set", "train.max_steps=20", "--set", "task.p=11",
+                              "--set", "train.eval_every=10", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    runs = pd.read_parquet(tmp_path / "o" / "runs")
+    assert runs.loc[0, "steps_run"] == 20 and runs.loc[0, "task.p"] == 11
+
+
+# Groks in under a minute on 2 quiet cores; 310 s measured on 2 heavily shared ones.
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_quick_trial_groks_as_a_real_command(tmp_path):
+    # The user's command, in a subprocess: sphere on p=47 groks long after it fits.
+    env = dict(os.environ)
+    out = tmp_path / "q"
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "sweepgrok"), "train",
+         "search_spaces/trials/trial_quick.yaml", "--out", str(out), "--quiet"],
+        cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    run = pd.read_parquet(out / "runs").iloc[0]
+    assert run["status"] == "grokked" and run["fit_step"] < run["grok_step"]
+    assert run["git_commit"] is not None and run["torch_version"]
+    m = pd.read_parquet(out / "metrics")
+    at_fit = m[m["step"] == run["fit_step"]].iloc[0]
+    assert at_fit["train_acc"] >= 0.99 and at_fit["test_acc"] < 0.95  # memorized first
+
+
+def test_the_closing_table_prints_a_dash_for_an_absent_value(capsys):
+    from sweepgrok.cli.train import _print_runs
+
+    row = {"run_id": "a_00000", "train.seed": 1, "status": "censored", "fit_step": 250,
+           "grok_step": None, "steps_run": 3000}
+    _print_runs([row, {**row, "run_id": "a_00001", "fit_step": float("nan")}], Path("runs/x"))
+    out = capsys.readouterr().out
+    assert "None" not in out and "nan" not in out
+    assert out.count(" - ") == 3  # two absent grok steps, one absent fit step

@@ -1,0 +1,84 @@
+"""Task tables and splits against hand-computed values (docs/statistics.md)."""
+
+import pytest
+import torch
+
+from sweepgrok.config.tasks import TASKS, Task, make_split, operation_table, s5_compose, s5_elements
+from sweepgrok.config.trial import ConfigError, from_flat
+
+
+def _lookup(name, p):
+    x, y = operation_table(name, p)
+    return {(int(a), int(b)): int(c) for (a, b), c in zip(x, y, strict=True)}
+
+
+def test_modular_tables_by_hand():
+    add, sub, mul = _lookup("add", 7), _lookup("sub", 7), _lookup("mul", 7)
+    assert len(add) == 49 and add[(5, 4)] == 2 and add[(0, 0)] == 0
+    assert sub[(2, 5)] == 4 and sub[(5, 2)] == 3
+    assert mul[(3, 5)] == 1 and mul[(6, 6)] == 1
+
+
+def test_division_is_multiplication_by_the_inverse():
+    div = _lookup("div", 7)
+    assert len(div) == 7 * 6 and all(b != 0 for _, b in div)
+    # 3 / 5 mod 7: 5^-1 = 3 (5*3 = 15 = 1 mod 7), so 3 * 3 = 9 = 2.
+    assert div[(3, 5)] == 2
+    assert all((c * b) % 7 == a for (a, b), c in div.items())
+    assert div != {k: v for k, v in _lookup("mul", 7).items() if k[1]}  # not secretly mul
+
+
+def test_s5_convention_apply_y_then_x():
+    elems = s5_elements()
+    assert len(elems) == 120 and elems[0] == (0, 1, 2, 3, 4)
+    x, y = (1, 0, 2, 3, 4), (0, 2, 1, 3, 4)  # swap 0,1 and swap 1,2
+    # (x o y)(i) = x[y[i]]: i=1 -> y:2 -> x:2 ; i=2 -> y:1 -> x:0
+    assert s5_compose(x, y) == (1, 2, 0, 3, 4)
+    assert s5_compose(y, x) == (2, 0, 1, 3, 4)  # non-abelian
+    table = _lookup("s5", 0)
+    ix = {e: i for i, e in enumerate(elems)}
+    assert table[(ix[x], ix[y])] == ix[(1, 2, 0, 3, 4)]
+
+
+def test_split_seeded_by_data_seed_only():
+    cfg = from_flat({"task.p": 11, "task.train_fraction": 0.3}).task
+    a, b = make_split(cfg, 0), make_split(cfg, 0)
+    c = make_split(cfg, 1)
+    assert torch.equal(a.train_x, b.train_x) and not torch.equal(a.train_x, c.train_x)
+    assert a.train_x.shape == (round(0.3 * 121), 3) and a.test_x.shape[0] == 121 - 36
+    assert (a.train_x[:, 2] == 11).all()  # the '=' token is p
+    rows = {tuple(r) for r in a.train_x.tolist()} | {tuple(r) for r in a.test_x.tolist()}
+    assert len(rows) == 121  # disjoint and complete
+
+
+@pytest.mark.parametrize("name", [n for n, t in TASKS.items() if t.additive])
+def test_additive_tasks_answer_every_value_equally_often(name):
+    # What the restricted / excluded losses rely on (sweepgrok.train.fourier_losses): all p^2 pairs,
+    # each answer p times.
+    pairs, answers = operation_table(name, 7)
+    assert len(pairs) == 49 and torch.bincount(answers, minlength=7).tolist() == [7] * 7
+
+
+def test_registry_drives_config_and_tables():
+    assert set(TASKS) == {"add", "sub", "mul", "div", "s5"}
+    assert from_flat({"task.name": "s5", "task.p": 7}).task.n_tokens == 120
+    assert from_flat({"task.name": "mul", "task.p": 7}).task.n_tokens == 7
+    assert [n for n, t in TASKS.items() if t.needs_prime] == ["div"]
+    assert [n for n, t in TASKS.items() if not t.cyclic] == ["s5"]
+    assert [n for n, t in TASKS.items() if t.additive] == ["add", "sub"]
+    with pytest.raises(ConfigError, match=r"task\.name: must be one of add, sub, mul, div, s5"):
+        from_flat({"task.name": "pow"})
+    with pytest.raises(ValueError, match="unknown task 'pow'"):
+        operation_table("pow", 7)
+
+
+def test_a_new_task_is_one_registry_entry(monkeypatch):
+    """Config validation, the vocabulary and the split all read the task's TASKS entry."""
+    task = Task(lambda p: operation_table("sub", p), n_tokens=lambda p: p + 1, needs_prime=True)
+    monkeypatch.setitem(TASKS, "add", task)
+    cfg = from_flat({"task.name": "add", "task.p": 7}).task
+    assert cfg.spec is task and cfg.n_tokens == 8
+    split = make_split(cfg, 0)
+    assert (split.train_x[:, 2] == 8).all()  # the '=' token follows the task's vocabulary
+    with pytest.raises(ConfigError, match=r"task\.p must be prime for task\.name=add"):
+        from_flat({"task.name": "add", "task.p": 8})
