@@ -136,7 +136,9 @@ def test_a_full_disk_stops_the_sweep_and_resume_finishes_it(
     assert "Traceback" not in first.output
     line = first.output.strip().splitlines()[-1]
     assert line.startswith(f"error: {sweep.resolve()}/") or line.startswith(f"error: {sweep}/")
-    assert "No space left on device" in line and f"`sweepgrok launch {grid} --resume`" in line
+    assert "No space left on device" in line
+    # The continue line repeats the flags the sweep needs (its storage) so it can be pasted.
+    assert f"`sweepgrok launch {grid} --storage {tmp_path} --resume`" in line
     assert not [p for p in sweep.rglob(".tmp-*")]  # no partial part file
     assert len(read_runs(sweep)) < 2, "the sweep finished before the disk filled up"
     monkeypatch.setattr(pq, "write_table", real)  # space again
