@@ -149,7 +149,8 @@ def test_every_figure_and_table_renders_in_chromium(report: Path, tmp_path: Path
     assert found and found.group(1), dom[-2000:]
     probe = json.loads(html.unescape(found.group(1)))
     # Each image's alt text is its caption (what it shows), never its file name.
-    assert {alt for alt, *_ in probe["images"]} == {caption(Path(f"{f}.png"), 0.99) for f in FIGURES}
+    shown = {caption(Path(f"{f}.png"), 0.99) for f in FIGURES}
+    assert {alt for alt, *_ in probe["images"]} == shown
     for alt, complete, width, height, drawn in probe["images"]:
         assert complete and width > 100 and height > 100 and drawn > 100, alt  # decoded, shown
     # Two analysis tables, the shared config, one per group, the provenance: each drawn.
