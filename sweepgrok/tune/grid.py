@@ -23,6 +23,7 @@ from sweepgrok.store.heartbeat import Heartbeat
 from sweepgrok.trackers import TrackerSpec
 from sweepgrok.tune.callback import TUNE_DIR, ParquetCallback, raise_write_error
 from sweepgrok.tune.cluster import check_cluster
+from sweepgrok.tune.moved import rehome_generator_state
 from sweepgrok.tune.trainable import trainable
 
 log = logging.getLogger(__name__)
@@ -211,6 +212,7 @@ def restore_tuner(
     train_fn: Callable[..., Any] | None = None,
 ) -> tune.Tuner:
     """Restore the sweep's Tune experiment: finished trials stay finished, the rest resume."""
+    rehome_generator_state(tune_dir(sweep_dir))  # a moved folder's unstarted trials
     tuner = tune.Tuner.restore(
         str(tune_dir(sweep_dir)),
         grid_trainable(resources, train_fn),
