@@ -8,7 +8,7 @@ readout; addition mod 97 with train fraction 0.3 (2,823 examples). The GeomDR va
 ``lambda * sum_l geomdr_penalty(h_l[subset], d*)`` over every hidden layer, with a fresh seeded
 subset per step, as the trainer does; with the exact eigh (geomdr.solver eigh, the default) or
 the warm-started subspace iteration (geomdr.solver subspace: one step per training step from
-the last step's basis, ``geometry.top_subspace``). Variants are timed interleaved
+the last step's basis, ``geomdr.top_subspace``). Variants are timed interleaved
 (round-robin, several rounds, median per step) so that load from other processes on a shared
 machine hits them all alike; only ratios are printed as results (absolute times vary with the
 machine), of wall clock and of process CPU time (the steadier of the two on a busy machine).
@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sweepgrok.train.geometry import geomdr_penalty, subsample_indices, top_subspace
+from sweepgrok.train.geomdr import geomdr_penalty, subsample_indices, top_subspace
 
 
 class BatchedMLP(nn.Module):

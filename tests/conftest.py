@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 import yaml
 
 TAG_ENV = "SWEEPGROK_TEST_TAG"
@@ -248,3 +249,31 @@ def assert_exactly_once(sweep_dir: Path, n_runs: int) -> Any:
         schedule = eval_steps(int(run["train.max_steps"]), int(run["train.eval_every"]), False)
         assert steps == [s for s in schedule if s <= run["steps_run"]], (run["run_id"], steps)
     return runs
+
+
+# --- hand-built point clouds (tests/train/test_geometry.py, test_geomdr.py) --------------------
+
+
+def torch_gen(seed: int = 0) -> torch.Generator:
+    """A CPU generator seeded with `seed`."""
+    return torch.Generator().manual_seed(seed)
+
+
+def random_rotation(d: int, seed: int = 0) -> torch.Tensor:
+    """A seeded random d x d orthogonal matrix (float64)."""
+    q, _ = torch.linalg.qr(torch.randn(d, d, generator=torch_gen(seed), dtype=torch.float64))
+    return q
+
+
+def diag_cov_data(mus: list[float], seed: int = 0) -> torch.Tensor:
+    """8 x d data whose covariance is exactly R diag(mus) R^T for a random rotation R.
+
+    Columns of an 8 x 8 Sylvester-Hadamard matrix other than the all-ones one are zero-mean,
+    mutually orthogonal and have squared norm 8, so column j scaled by sqrt(7 mu_j / 8) has
+    variance mu_j (divisor N - 1 = 7) and no covariance with the others.
+    """
+    h = torch.tensor([[1.0]], dtype=torch.float64)
+    for _ in range(3):
+        h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)], 0)
+    cols = h[:, 1 : 1 + len(mus)] * torch.tensor(mus, dtype=torch.float64).mul(7 / 8).sqrt()
+    return cols @ random_rotation(len(mus), seed).T

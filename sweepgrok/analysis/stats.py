@@ -36,12 +36,13 @@ from scipy import stats as sps
 from sweepgrok.analysis.labels import key_labels
 from sweepgrok.analysis.survival import km_median, km_median_rows
 from sweepgrok.config.thresholds import DEFAULT_GROK_THRESHOLD, GROK_THRESHOLDS, tag
+from sweepgrok.config.trial import SEED_KEYS
 from sweepgrok.train import events
 from sweepgrok.train.events import ACC_EPS, COLLAPSE_FRACTION, FIT_THRESHOLD
 
-REPLICATE_KEYS = ("train.seed", "train.seeds", "task.data_seed")
+REPLICATE_KEYS = (*SEED_KEYS, "task.data_seed")
 """Seed keys are replicates, not factors: never auto-detected as grouping keys."""
-PAIR_KEYS = ("train.seed", "task.data_seed")
+PAIR_KEYS = (SEED_KEYS[0], "task.data_seed")  # a run row's own seed is its train.seed
 """Keys that pair runs across groups (``--paired``): seed s of every variant shares its split."""
 _BOOKKEEPING_KEYS = ("train.device", "train.threads", "train.checkpoint_every")
 STOPPED_STATUSES = ("diverged", "failed")

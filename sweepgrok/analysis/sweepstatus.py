@@ -49,7 +49,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sweepgrok.config.trial import ConfigError
+from sweepgrok.config.trial import ConfigError, seed_count
 from sweepgrok.search.study import SUMMARY_FILE
 from sweepgrok.store import heartbeat
 from sweepgrok.store.sweepdir import PART_FOLDERS, SWEEP_FILE, holds_sweep
@@ -146,13 +146,12 @@ def tune_trials(sweep_dir: Path) -> list[dict[str, Any]]:
 
 
 def _tune_trial(meta: Mapping[str, Any], run: Mapping[str, Any]) -> dict[str, Any]:
-    seeds = (meta.get("config") or {}).get("cfg", {}).get("train.seeds")
     last = run.get("last_result") or {}
     return {
         "trial_id": str(meta["trial_id"]),
         "status": str(meta.get("status")),
         "seconds": last.get("time_total_s"),
-        "n_runs": len(seeds) if isinstance(seeds, list) and seeds else 1,
+        "n_runs": seed_count((meta.get("config") or {}).get("cfg", {})),
     }
 
 

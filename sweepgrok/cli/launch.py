@@ -33,7 +33,7 @@ from sweepgrok.cli.common import (
 )
 from sweepgrok.cli.interrupted import continue_command, interrupted_exit, kept
 from sweepgrok.config.grid_file import GridSpec, load_grid, read_sweep_doc
-from sweepgrok.config.trial import ConfigError
+from sweepgrok.config.trial import ConfigError, run_column
 from sweepgrok.core import interrupt
 from sweepgrok.store.sweepdir import delete_sweep_folder, keep_sweep_file, prepare_grid_folder
 
@@ -71,8 +71,7 @@ def runs_table(sweep_dir: Path, varying: list[str], sweep: str = "") -> Table:
     from sweepgrok.store.sink import read_runs
 
     runs = read_runs(sweep_dir)
-    # Packed seeds: each run row carries its own train.seed, train.seeds is null.
-    keys = list(dict.fromkeys("train.seed" if k == "train.seeds" else k for k in varying))
+    keys = list(dict.fromkeys(run_column(k) for k in varying))
     cols = ["run_id", *keys, "status", "fit_step", "grok_step"]
     table = Table(
         title=f"{sweep_dir}: {len(runs)} runs",

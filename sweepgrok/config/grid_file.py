@@ -49,6 +49,7 @@ from sweepgrok.config.trial import (
     MAX_SEED,
     MAX_SEEDS,
     MAX_STEPS,
+    SEED_KEYS,
     ConfigError,
     all_keys,
     flatten,
@@ -253,7 +254,7 @@ class GridFile(SweepFile):
                 if key in seen:
                     raise ValueError(f"zip[{i}].{key}: key already varies elsewhere in the grid")
                 seen.add(key)
-        if self.seeds is not None and seen & {"train.seed", "train.seeds"}:
+        if self.seeds is not None and seen & set(SEED_KEYS):
             raise ValueError("seeds: train.seed already varies in grid/zip; use one of them")
         if self.seeds is None and self.seeds_per_trial is not None:
             raise ValueError("seeds_per_trial: needs a seeds list")
@@ -338,8 +339,8 @@ def varying_keys(trials: Sequence[Trial]) -> list[str]:
     keys: dict[str, None] = {}
     for t in trials:
         keys.update(dict.fromkeys(t.overrides))
-    if "train.seeds" in keys:  # packed seeds: train.seed is just the first of each pack
-        keys.pop("train.seed", None)
+    if SEED_KEYS[1] in keys:  # packed seeds: train.seed is just the first of each pack
+        keys.pop(SEED_KEYS[0], None)
     return [k for k in keys if len({repr(t.flat.get(k)) for t in trials}) > 1]
 
 

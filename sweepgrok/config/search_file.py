@@ -62,7 +62,7 @@ from sweepgrok.config.grid_file import (
     validate_file,
 )
 from sweepgrok.config.thresholds import GROK_STEP_COLUMNS
-from sweepgrok.config.trial import MAX_SEEDS, Config, ConfigError, from_flat
+from sweepgrok.config.trial import MAX_SEEDS, SEED_KEYS, Config, ConfigError, from_flat
 from sweepgrok.core.errors import excerpt, quoted
 
 StudyStorage = Literal["sqlite", "journal"]
@@ -73,8 +73,7 @@ SAMPLER_EXTRAS = {"gp": "scipy", "cmaes": "cmaes"}
 FIXED_KEYS = {
     "train.max_steps": "the budget sets the censored objective; it must be the same for all trials",
     "train.grok_threshold": "it defines the objective; trials must share it",
-    "train.seed": "init seeds come from the base (and search.seeds_per_trial)",
-    "train.seeds": "init seeds come from the base (and search.seeds_per_trial)",
+    **dict.fromkeys(SEED_KEYS, "init seeds come from the base (and search.seeds_per_trial)"),
 }
 """Keys a space may not vary, and why."""
 

@@ -339,6 +339,24 @@ class TrainConfig(_Section):
         return list(self.seeds) if self.seeds is not None else [self.seed]
 
 
+SEED_KEYS = ("train.seed", "train.seeds")
+"""The keys that set a trial's init seeds: one (train.seed), or several trained in lockstep
+(train.seeds; train.seed is then not used). The runs/ Parquet holds one row per seed, its
+seed in train.seed (train.seeds null): see run_column and seed_count."""
+
+
+def run_column(key: str) -> str:
+    """The runs/ column that shows a trial's value of config `key`: train.seeds shows as each
+    run's train.seed (a packed trial writes one run row per seed); any other key as itself."""
+    return SEED_KEYS[0] if key == SEED_KEYS[1] else key
+
+
+def seed_count(flat: Mapping[str, Any]) -> int:
+    """How many runs a trial's flat config trains: the length of train.seeds, else 1."""
+    seeds = flat.get(SEED_KEYS[1])
+    return len(seeds) if isinstance(seeds, list) and seeds else 1
+
+
 class Config(_Section):
     task: TaskConfig = TaskConfig()
     """The algorithmic task and its split."""

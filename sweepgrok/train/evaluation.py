@@ -30,7 +30,8 @@ from sweepgrok.train import fourier_losses as fl
 from sweepgrok.train import geometry as geo
 from sweepgrok.train import progress_measures as progress
 from sweepgrok.train.accelerators import per_example_loss
-from sweepgrok.train.ensemble import finite, geomdr_loss, member_finite, take
+from sweepgrok.train.ensemble import finite, member_finite, take
+from sweepgrok.train.geomdr import geomdr_loss
 from sweepgrok.train.models import MLP, Transformer
 
 NAN_IS_NULL = frozenset({"geomdr_loss", "fourier_above_chance", "fourier_unembed_above_chance"})

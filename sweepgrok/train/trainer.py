@@ -32,10 +32,10 @@ from sweepgrok.config.trial import Config, config_hash, update
 from sweepgrok.store.provenance import provenance
 from sweepgrok.store.sink import Sink
 from sweepgrok.train import evaluation
-from sweepgrok.train import geometry as geo
 from sweepgrok.train.accelerators import GradFilter, per_example_loss, perpendicular_grad_
-from sweepgrok.train.ensemble import WarmSubspaces, geomdr_loss, take
+from sweepgrok.train.ensemble import take
 from sweepgrok.train.events import RunTracker, end_status, run_row
+from sweepgrok.train.geomdr import WarmSubspaces, geomdr_lambda, geomdr_loss
 from sweepgrok.train.graphstep import GraphedStep, uses_graph
 from sweepgrok.train.models import build_model, is_decayed
 
@@ -418,7 +418,7 @@ class Trainer:
             while self.step < target:
                 self.step += 1
                 self._set_lr(self.step)
-                self._train_step(geo.geomdr_lambda(self.step, self.cfg.geomdr))
+                self._train_step(geomdr_lambda(self.step, self.cfg.geomdr))
             self._eval_and_report(sink, on_eval)
             if not self.active:
                 break
@@ -427,7 +427,7 @@ class Trainer:
         return self.done
 
     def _eval_and_report(self, sink: Sink | None, on_eval: EvalCallback | None) -> None:
-        lam = geo.geomdr_lambda(self.step, self.cfg.geomdr)
+        lam = geomdr_lambda(self.step, self.cfg.geomdr)
         metrics, geometry = self._evaluate(self.step, lam)
         report = EvalReport(self.step, metrics, geometry, [], self)
         keep = []

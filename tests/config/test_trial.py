@@ -4,15 +4,19 @@ import pytest
 from pydantic import ValidationError
 
 from sweepgrok.config.trial import (
+    SEED_KEYS,
     Config,
     ConfigError,
     all_keys,
+    config_hash,
     describe_keys,
     dump_yaml,
     flatten,
     from_flat,
     load_config,
     parse_overrides,
+    run_column,
+    seed_count,
     update,
 )
 
@@ -124,3 +128,21 @@ def test_load_yaml_roundtrip_and_errors(tmp_path):
         load_config(tmp_path / "unk.yaml")
     with pytest.raises(ConfigError, match="key=value"):
         parse_overrides(["task.p"])
+
+
+def test_packed_seeds_are_the_seeds_trained():
+    packed = from_flat({"train.seed": 9, "train.seeds": [5, 6]})
+    assert packed.train.seed_list == [5, 6]
+    # The members (the run rows, hashed into run ids) are single-seed configs.
+    assert packed.member(6) == from_flat({"train.seed": 6})
+    assert config_hash(packed.member(5)) == config_hash(from_flat({"train.seed": 5}))
+    with pytest.raises(ConfigError, match="distinct"):
+        from_flat({"train.seeds": [5, 5]})
+
+
+def test_the_seed_pair_as_runs_show_it():
+    assert SEED_KEYS == ("train.seed", "train.seeds")
+    assert run_column("train.seeds") == "train.seed"  # one run row per packed seed
+    assert run_column("train.seed") == "train.seed" and run_column("optim.lr") == "optim.lr"
+    assert seed_count({"train.seeds": [3, 4, 5], "train.seed": 3}) == 3
+    assert seed_count({"train.seed": 3}) == 1 and seed_count({"train.seeds": None}) == 1

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 from sweepgrok.cli import app
 from sweepgrok.config.trial import ConfigError, GeomDRConfig, GeomDRPenalty, from_flat
 from sweepgrok.store.sink import ListSink
-from sweepgrok.train.ensemble import WarmSubspaces, geomdr_loss
-from sweepgrok.train.geometry import covariance_spectrum, geomdr_penalty, top_subspace
+from sweepgrok.train.geomdr import WarmSubspaces, geomdr_loss, geomdr_penalty, top_subspace
+from sweepgrok.train.geometry import covariance_spectrum
 from sweepgrok.train.trainer import CheckpointError, Trainer, train
 
 F64 = torch.float64

@@ -14,8 +14,9 @@ import pytest
 import torch
 
 from sweepgrok.config.trial import GeomDRConfig
-from sweepgrok.train import geometry as geo
+from sweepgrok.train import geomdr
 from sweepgrok.train.evaluation import _geomdr_eval
+from sweepgrok.train.geometry import small_gram
 
 N, D, K = 301, 32, 4  # N - 1 = 300 divides the hand-computed tails evenly
 
@@ -33,7 +34,7 @@ def with_singular_values(s: list[float], seed: int = 0) -> torch.Tensor:
 
 def tail(z: torch.Tensor, kind: str = "tail") -> torch.Tensor:
     with torch.no_grad():
-        return geo.geomdr_penalty(z, K, kind)  # type: ignore[arg-type]
+        return geomdr.geomdr_penalty(z, K, kind)  # type: ignore[arg-type]
 
 
 def test_a_tiny_tail_is_positive_and_accurate() -> None:
@@ -43,8 +44,8 @@ def test_a_tiny_tail_is_positive_and_accurate() -> None:
     z = with_singular_values([100.0] * K + [0.003] * (D - K), seed=2)
     want = 28 * 0.003**2 / 300
     zc = z - z.mean(0)
-    top = torch.linalg.eigvalsh(geo._small_gram(zc))[-K:].sum()
-    assert (geo._total_variance(zc) - top).item() < 0
+    top = torch.linalg.eigvalsh(small_gram(zc))[-K:].sum()
+    assert (geomdr._total_variance(zc) - top).item() < 0
     got = tail(z).item()
     assert got > 0 and math.isfinite(got)
     # The float32 entries of z move each small singular value by ~1e-6 x 100.
@@ -59,7 +60,7 @@ def test_a_degenerate_covariance_gives_a_tail_of_zero() -> None:
     z = with_singular_values([5.0, 3.0] + [0.0] * (D - 2))
     z[:, :10] = 0.0  # dead units: the rank stays 2
     got = tail(z).item()
-    assert 0.0 <= got <= 1e-10 * geo._total_variance(z - z.mean(0)).item()
+    assert 0.0 <= got <= 1e-10 * geomdr._total_variance(z - z.mean(0)).item()
     constant = torch.ones(N, D)
     assert tail(constant).item() == 0.0
     assert tail(constant, "tail_fraction").item() == 0.0
@@ -86,7 +87,7 @@ def test_packed_members_recompute_only_those_that_need_it() -> None:
     squeezed = with_singular_values([100.0] * K + [0.1] * (D - K), seed=2)
     got = tail(torch.stack([spread, squeezed]))
     zc = spread - spread.mean(0)
-    old = geo._total_variance(zc) - torch.linalg.eigvalsh(geo._small_gram(zc))[-K:].sum()
+    old = geomdr._total_variance(zc) - torch.linalg.eigvalsh(small_gram(zc))[-K:].sum()
     assert got[0].item() == old.item()
     assert got[1].item() == pytest.approx(28 * 0.01 / 300, rel=1e-3)
 

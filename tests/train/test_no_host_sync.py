@@ -17,7 +17,7 @@ import torch
 
 import sweepgrok
 from sweepgrok.config.trial import from_flat
-from sweepgrok.train.geometry import geomdr_lambda
+from sweepgrok.train.geomdr import geomdr_lambda
 from sweepgrok.train.trainer import Trainer
 
 PACKAGE = str(Path(sweepgrok.__file__).resolve().parent)
