@@ -37,6 +37,7 @@ from sweepgrok.analysis.labels import key_labels
 from sweepgrok.analysis.survival import km_median, km_median_rows
 from sweepgrok.config.thresholds import DEFAULT_GROK_THRESHOLD, GROK_THRESHOLDS, tag
 from sweepgrok.config.trial import SEED_KEYS
+from sweepgrok.store.columns import progress_panels
 from sweepgrok.train import events
 from sweepgrok.train.events import ACC_EPS, COLLAPSE_FRACTION, FIT_THRESHOLD
 
@@ -49,16 +50,10 @@ STOPPED_STATUSES = ("diverged", "failed")
 """Runs that stopped and can never grok: censored at their budget, never where they stopped."""
 SMALL_GROUP = 5
 """Below this many runs a percentile bootstrap interval is about the data's range (flagged)."""
-PROGRESS_PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("weight norm (L2)", ("weight_norm", "weight_norm_embed", "weight_norm_unembed")),
-    ("logit norm (train)", ("logit_norm",)),
-    ("softmax-collapse share (train)", ("collapse_share",)),
-    ("D_eff, test split", ("deff_test",)),
-    ("restricted loss (test)", ("restricted_loss",)),
-    ("excluded loss (train)", ("excluded_loss",)),
-)
+PROGRESS_PANELS: tuple[tuple[str, tuple[str, ...]], ...] = progress_panels()
 """The progress measures of metrics/ that the figures show (plots.progress_curves), one panel
-each: its y label, then the columns drawn in it (solid, dashed, dotted)."""
+each: its y label, then the columns drawn in it (solid, dashed, dotted); declared with the
+columns (sweepgrok.store.columns, Column.panel)."""
 PROGRESS_COLUMNS = tuple(column for _, columns in PROGRESS_PANELS for column in columns)
 """Every column of PROGRESS_PANELS, in order."""
 METRIC_COLUMNS = ("step", "train_acc", "test_acc", "deff", *PROGRESS_COLUMNS)

@@ -7,9 +7,11 @@ Layout of one sweep folder (``<storage>/<name>/``)::
     metrics/   one row per (run_id, step) evaluation
     geometry/  long form, one row per (run_id, step, layer)
 
-Every file is written to a temporary name in the same folder and then ``os.replace``d, so a
-reader never sees a half-written part. A retried or resumed run writes new parts; the readers
-keep the last-written row per key (``(run_id, step)``, ``(run_id, step, layer)``, ``run_id``).
+Every column is declared once in sweepgrok.store.columns: the schemas below are built from it,
+and docs/outputs.md lists them (the run statuses too, re-exported here). Every file is written
+to a temporary name in the same folder and then ``os.replace``d, so a reader never sees a
+half-written part. A retried or resumed run writes new parts; the readers keep the last-written
+row per key (``(run_id, step)``, ``(run_id, step, layer)``, ``run_id``).
 """
 
 from __future__ import annotations
@@ -26,8 +28,17 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from sweepgrok.config.thresholds import GROK_STEP_COLUMNS
 from sweepgrok.config.trial import SECTIONS
+from sweepgrok.store.columns import ENDED_STATUSES as ENDED_STATUSES
+from sweepgrok.store.columns import (
+    FOLDERS,
+    GEOMETRY_COLUMNS,
+    METRICS_COLUMNS,
+    RUNS_COLUMNS,
+    schema,
+)
+from sweepgrok.store.columns import INTERRUPTED as INTERRUPTED
+from sweepgrok.store.columns import STATUSES as STATUSES
 from sweepgrok.store.outputs import os_reason
 from sweepgrok.store.parts import (
     ARROW_ERRORS,
@@ -43,124 +54,12 @@ from sweepgrok.store.parts import (
 # Part files carry a monotone write order in their name so readers can keep the newest row.
 _PART_FMT = "part-{seq:013d}-{uid}.parquet"
 
-METRICS_SCHEMA = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("step", pa.int64()),
-        ("train_loss", pa.float64()),
-        ("train_acc", pa.float64()),
-        ("test_loss", pa.float64()),
-        ("test_acc", pa.float64()),
-        ("weight_norm", pa.float64()),
-        ("wall_time", pa.float64()),
-        ("lr", pa.float64()),
-        ("geomdr_lambda", pa.float64()),
-        ("geomdr_loss", pa.float64()),
-        ("deff", pa.float64()),
-        ("rho", pa.float64()),
-        ("fourier_frac", pa.float64()),
-        ("fourier_above_chance", pa.float64()),
-        ("fourier_freqs", pa.string()),
-        ("fourier_unembed_frac", pa.float64()),
-        ("fourier_unembed_above_chance", pa.float64()),
-        ("fourier_unembed_freqs", pa.string()),
-        # progress measures (sweepgrok.train.progress_measures)
-        ("weight_norm_embed", pa.float64()),
-        ("weight_norm_pos", pa.float64()),
-        ("weight_norm_unembed", pa.float64()),
-        ("logit_norm", pa.float64()),
-        ("collapse_share", pa.float64()),
-        ("deff_test", pa.float64()),
-        # Nanda et al.'s progress measures (sweepgrok.train.fourier_losses)
-        ("restricted_loss", pa.float64()),
-        ("excluded_loss", pa.float64()),
-        ("key_freqs", pa.string()),
-    ]
-)
-"""metrics/: accuracies are fractions in [0, 1]; wall_time is seconds since the run started;
-deff/rho are those of the last hidden representation (all layers are in geometry/);
-fourier_frac is the energy fraction held by the top frequencies of the token embedding,
-fourier_freqs those frequencies as comma-separated ints (Z_p tasks only, else null);
-fourier_unembed_* the same over the classes of the effective unembedding (the readout rows,
-unit-normalised for the cosine unembedding); *_above_chance = (frac - c) / (1 - c) with c =
-top / (p // 2), the share of `top` frequencies under an even spread: ~0 at random init, 1 for
-`top` pure frequencies (sweepgrok.train.geometry.above_chance). Progress measures:
-weight_norm_embed / _pos / _unembed, the L2 norms of the token embedding, the positional
-embedding (Transformer only, else null) and the unembedding; logit_norm, the mean L2 norm of
-the logits over the training split; collapse_share, the fraction of training examples whose
-float32 loss is exactly 0; deff_test, deff on the test split's fixed subsample (null when
-geometry.enabled is false). restricted_loss / excluded_loss are
-Nanda et al.'s losses on the test / training split with only / without the logits' components
-at key_freqs, the key frequencies of the token embedding as comma-separated ints (Transformer
-on add or sub only, else null; sweepgrok.train.fourier_losses)."""
-
-GEOMETRY_SCHEMA = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("step", pa.int64()),
-        ("layer", pa.int64()),
-        ("deff", pa.float64()),
-        ("rho", pa.float64()),
-        ("top_eig_frac", pa.float64()),
-        ("weight_norm", pa.float64()),
-        ("deff_test", pa.float64()),
-        ("weight_norm_q", pa.float64()),
-        ("weight_norm_k", pa.float64()),
-        ("weight_norm_v", pa.float64()),
-        ("weight_norm_o", pa.float64()),
-        ("weight_norm_mlp_in", pa.float64()),
-        ("weight_norm_mlp_out", pa.float64()),
-        ("attn_entropy", pa.list_(pa.float64())),
-    ]
-)
-"""geometry/: per layer (layer i = Transformer block i or MLP hidden layer i): deff, rho and
-top_eig_frac = mu_1 / sum(mu) of the hidden representation after it on the training split,
-deff_test on the test split (null when geometry.enabled is false); weight_norm, the L2 norm
-of its parameters (always); Transformer only (else null): weight_norm_q/_k/_v/_o of W_Q, W_K,
-W_V, W_O, weight_norm_mlp_in/_out of (W_in, b_in) and (W_out, b_out), and attn_entropy, one
-value per head (head h at index h): the entropy in nats of the readout position's attention
-over the 3 positions, mean over the training split."""
-
-RUN_FIELDS: list[tuple[str, pa.DataType]] = [
-    ("run_id", pa.string()),
-    ("sweep", pa.string()),
-    ("status", pa.string()),
-    ("fit_step", pa.int64()),
-    ("grok_step", pa.int64()),
-    *((column, pa.int64()) for column in GROK_STEP_COLUMNS),
-    ("censored", pa.bool_()),
-    ("steps_run", pa.int64()),
-    ("final_train_acc", pa.float64()),
-    ("final_test_acc", pa.float64()),
-    ("peak_test_acc", pa.float64()),
-    ("collapse_step", pa.int64()),
-    ("collapse_to_grok", pa.int64()),
-    ("wall_time", pa.float64()),
-    ("error", pa.string()),
-    ("sweepgrok_version", pa.string()),
-    ("git_commit", pa.string()),
-    ("torch_version", pa.string()),
-    ("ray_version", pa.string()),
-    ("host", pa.string()),
-    ("device", pa.string()),
-    ("gpu_ids", pa.string()),
-    ("node_id", pa.string()),
-    ("trial_id", pa.string()),
-    ("finished_at", pa.string()),
-]
-"""runs/ columns besides the config keys. status is one of STATUSES; grok_step is the grok step
-at train.grok_threshold (null when censored); censored = never grokked within steps_run."""
-
-STATUSES = ("grokked", "completed", "censored", "diverged", "failed", "interrupted")
-"""grokked: stopped at its grok step (train.stop_after_grok); completed: ran its whole budget and
-grokked on the way; censored: did not grok within its budget (or was stopped by a time cap);
-diverged: non-finite loss; failed: raised an error; interrupted: not ended, stopped by a signal
-after its last evaluation (steps_run; its events so far): ``--resume`` continues it and writes
-its final row, which supersedes this one. The analysis leaves an interrupted run out, as it does a
-run without a run row (still running): ENDED_STATUSES are the others."""
-INTERRUPTED = "interrupted"
-ENDED_STATUSES = STATUSES[:-1]
-"""The statuses of a run that ended (its row is final)."""
+METRICS_SCHEMA = schema(METRICS_COLUMNS)
+"""metrics/: one row per (run_id, step) evaluation (columns: sweepgrok.store.columns)."""
+GEOMETRY_SCHEMA = schema(GEOMETRY_COLUMNS)
+"""geometry/: one row per (run_id, step, layer) (columns: sweepgrok.store.columns)."""
+RUN_FIELDS: list[tuple[str, pa.DataType]] = [(c.name, c.type) for c in RUNS_COLUMNS]
+"""runs/ columns besides the config keys (sweepgrok.store.columns.RUNS_COLUMNS)."""
 
 
 def _config_fields() -> list[tuple[str, pa.DataType]]:
@@ -391,7 +290,7 @@ class ListSink:
         pass
 
 
-KEYS = {"metrics": ["run_id", "step"], "geometry": ["run_id", "step", "layer"], "runs": ["run_id"]}
+KEYS = {name: list(folder.key) for name, folder in FOLDERS.items()}
 SCHEMAS = {"metrics": METRICS_SCHEMA, "geometry": GEOMETRY_SCHEMA, "runs": RUNS_SCHEMA}
 
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from sweepgrok.store.columns import summary_columns
 from sweepgrok.store.sink import (
     INTERRUPTED,
     METRICS_SCHEMA,
@@ -38,12 +39,13 @@ log = logging.getLogger(__name__)
 METRIC_KEYS = tuple(f.name for f in METRICS_SCHEMA if pa.types.is_floating(f.type))
 """The metrics/ columns sent as step-indexed series (the numeric ones; null values are left
 out)."""
-SUMMARY_KEYS = ("grok_step", "fit_step", "delay", "censored", "steps_run", "final_train_acc",
-                "final_test_acc", "peak_test_acc")
+SUMMARY_KEYS = (*summary_columns(), "delay")
 """The numbers a run ends with, sent as numeric summary values (MLflow metrics, W&B summary) a
-tracker can sort and plot by: delay = grok_step - fit_step; censored = 1 when the run did not
-grok within its steps, else 0. A value that is null (a censored run's grok_step and delay) is
-left out, never sent as text. The run's status goes with them as text."""
+tracker can sort and plot by: the runs/ columns declared as summaries (Column.summary in
+sweepgrok.store.columns; docs/outputs.md lists them) and delay = grok_step - fit_step;
+censored = 1 when the run did not grok within its steps, else 0. A value that is null (a
+censored run's grok_step and delay) is left out, never sent as text. The run's status goes with
+them as text."""
 CONFIG_KEYS = tuple(n for n in RUNS_SCHEMA.names if n not in {name for name, _ in RUN_FIELDS})
 """The config columns of runs/ (dotted keys), sent as the tracker run's parameters."""
 

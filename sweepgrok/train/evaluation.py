@@ -9,7 +9,7 @@
 - ``freqs``: (E, K) integer tensors, one metrics/ text column of comma-separated ints (0
   entries, padding, left out).
 
-A new measurement is one entry in ``measure`` plus its column in ``sweepgrok.store.sink``'s schema.
+A new measurement is one entry in ``measure`` plus its column in ``sweepgrok.store.columns``.
 ``to_host`` copies everything in one host sync (one per evaluation: on a GPU every read stalls
 the launch queue); ``rows`` builds the rows from the names.
 """

@@ -1,6 +1,5 @@
 """Parquet layout: one fixed schema, immutable parts, dedupe on read, any reader."""
 
-import re
 from pathlib import Path
 
 import duckdb
@@ -10,7 +9,6 @@ import pytest
 from sweepgrok.config.trial import Config, flatten
 from sweepgrok.store.sink import (
     METRICS_SCHEMA,
-    RUN_FIELDS,
     RUNS_SCHEMA,
     ParquetSink,
     read_metrics,
@@ -144,13 +142,3 @@ def test_first_write_sink_passes_each_run_row_once():
     sink.write_run(dict(row))
     sink.write_run({"run_id": "b", "status": "censored", "steps_run": 6000})
     assert [r["run_id"] for r in inner.runs] == ["a", "b"]
-
-
-def test_docs_name_every_runs_column() -> None:
-    # docs/grids.md's runs/ paragraph names every column besides the config keys.
-    text = (Path(__file__).resolve().parents[2] / "docs" / "grids.md").read_text()
-    start = text.index("`runs/` holds one row per run:")
-    paragraph = text[start : text.index("\n\n", start)]
-    named = re.findall(r"`([a-z_0-9]+)`", paragraph)
-    columns = [name for name, _ in RUN_FIELDS]
-    assert [name for name in columns if name not in named] == []

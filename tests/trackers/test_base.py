@@ -114,6 +114,12 @@ def test_the_loader_turns_a_failed_import_into_the_install_command(
         load_tracker(TrackerSpec(kind), "sweep", "folder")
 
 
+def test_the_summary_numbers_are_the_declared_summary_columns_and_delay() -> None:
+    # Declared in sweepgrok.store.columns (Column.summary); what expected_summary checks by hand.
+    assert set(SUMMARY_KEYS) == {"grok_step", "fit_step", "delay", "censored", "steps_run",
+                                 "final_train_acc", "final_test_acc", "peak_test_acc"}
+
+
 @pytest.mark.parametrize("command", ["launch", "search"])
 def test_launch_and_search_hand_the_trackers_to_the_driver(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
