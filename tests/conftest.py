@@ -12,7 +12,7 @@ import signal
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +22,69 @@ import yaml
 
 TAG_ENV = "SWEEPGROK_TEST_TAG"
 
-TINY_BASE: dict[str, Any] = {
-    "task": {"name": "add", "p": 13, "train_fraction": 0.6},
-    "model": {"d_model": 16, "n_heads": 2, "d_mlp": 32},
-    "geometry": {"sample": 64},
-    "train": {"max_steps": 200, "eval_every": 20, "early_evals": False, "device": "cpu"},
+# ---- the tiny trial: the one config builder every test that trains starts from ---------------
+
+TINY: dict[str, Any] = {
+    "task.name": "add",
+    "task.p": 13,
+    "task.train_fraction": 0.6,
+    "model.d_model": 16,
+    "model.n_heads": 2,
+    "model.d_mlp": 32,
+    "geometry.sample": 64,
+    "train.max_steps": 200,
+    "train.eval_every": 20,
+    "train.early_evals": False,
+    "train.device": "cpu",
 }
-"""A trial of well under a second of training (it will not grok: that is not the point)."""
+"""A trial of well under a second of training (it will not grok: that is not the point).
+Tests take it through tiny_config, never by hand, so that each one states how it differs."""
+
+
+def tiny_config(
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    defaults: Iterable[str] = (),
+    keys: Iterable[str] | None = None,
+) -> dict[str, Any]:
+    """The tiny trial as a flat dict ({"task.p": 13, ...}) with a test's differences:
+    `overrides` set keys, `defaults` leave keys of TINY at the Config default (a test written
+    against the defaults says which), `keys` keeps only those keys (the sizes alone, to go over
+    another config). A flat dict is what from_flat, a golden reference and `--set` take;
+    tiny_tree nests it for a YAML file."""
+    flat = dict(TINY)
+    for key in defaults:
+        if key not in flat:  # a typo would silently keep the tiny value
+            raise KeyError(f"{key} is not a key of the tiny trial")
+        del flat[key]
+    flat.update(overrides or {})
+    if keys is not None:
+        flat = {key: flat[key] for key in keys}
+    return flat
+
+
+def tiny_tree(
+    overrides: Mapping[str, Any] | None = None, *, defaults: Iterable[str] = ()
+) -> dict[str, Any]:
+    """tiny_config as a YAML tree ({"task": {"p": 13}, ...}): a trial file, a grid's base."""
+    from sweepgrok.config.trial import nest
+
+    return nest(tiny_config(overrides, defaults=defaults))
+
+
+def set_items(flat: Mapping[str, Any]) -> list[str]:
+    """A flat config as `--set` values, key=value ("train.early_evals=False")."""
+    return [f"{key}={value}" for key, value in flat.items()]
+
+
+def set_flags(flat: Mapping[str, Any]) -> list[str]:
+    """A flat config as command-line flags: --set key=value for each key."""
+    return [arg for item in set_items(flat) for arg in ("--set", item)]
 
 
 def write_grid(path: Path, name: str, **doc: Any) -> Path:
-    """A grid file with the tiny base (overridable) and the given top-level keys."""
-    full = {"name": name, "base": TINY_BASE, **doc}
+    """A grid file with the tiny trial as its base (overridable) and the given top-level keys."""
+    full = {"name": name, "base": tiny_tree(), **doc}
     path.write_text(yaml.safe_dump(full, sort_keys=False))
     return path
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import TINY_BASE, one_line_error, write_grid
+from conftest import one_line_error, tiny_tree, write_grid
 from typer.testing import CliRunner
 
 from sweepgrok.analysis.sweepstatus import read_status
@@ -321,7 +321,7 @@ def test_the_sweep_file_copy_reads_from_any_directory(
 
     project = tmp_path / "project"
     project.mkdir()
-    (project / "trial.yaml").write_text(yaml.safe_dump(TINY_BASE))
+    (project / "trial.yaml").write_text(yaml.safe_dump(tiny_tree()))
     (project / "norms.yaml").write_text(
         "# my grid\nbase: trial.yaml\ngrid:\n  model.norm: [none, sphere]\nseeds: [1, 2]\n")
     monkeypatch.chdir(project)  # a README-style sweep: relative base, default storage (runs)

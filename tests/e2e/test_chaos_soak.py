@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from conftest import TINY_BASE, assert_exactly_once, raw_rows, wait_until, write_grid
+from conftest import assert_exactly_once, raw_rows, tiny_tree, wait_until, write_grid
 from ray_cluster import Cluster, descendants, failures, raylet_of, two_node_cluster
 
 from sweepgrok.config.grid_file import load_grid
@@ -45,12 +45,8 @@ TRIALS = 40
 CHAOS_SEED = 2812
 KILLS = (2, 2)
 """Worker kills before the driver's SIGTERM and after the resume."""
-BASE = {
-    **TINY_BASE,
-    "task": {**TINY_BASE["task"], "p": 11},
-    "model": {"d_model": 8, "n_heads": 2, "d_mlp": 16},
-    "train": {**TINY_BASE["train"], "max_steps": 200, "eval_every": 10, "stop_after_grok": False},
-}
+BASE = tiny_tree({"task.p": 11, "model.d_model": 8, "model.d_mlp": 16, "train.max_steps": 200,
+                  "train.eval_every": 10, "train.stop_after_grok": False})
 """About half a second of training per trial here: twenty evaluations, a checkpoint every
 third (CHECKPOINT_EVERY), so a kill can land before or after a trial's checkpoints."""
 CHECKPOINT_EVERY = 3

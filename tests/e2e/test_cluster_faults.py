@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 import pytest
 import yaml
-from conftest import TINY_BASE, assert_exactly_once, raw_rows, wait_until, write_grid
+from conftest import assert_exactly_once, raw_rows, tiny_tree, wait_until, write_grid
 from ray_cluster import (
     RAY,
     Cluster,
@@ -56,15 +56,9 @@ CHECKPOINT_EVERY = 8
 # Long enough (several seconds per trial here) that the worker's trial is surely mid-run
 # after its first checkpoint, with a dozen checkpoint intervals in which to catch it between
 # two (3,000 steps once let a quick machine finish the sweep before the test saw one).
-BASE = {
-    **TINY_BASE,
-    "train": {
-        **TINY_BASE["train"],
-        "max_steps": 5000,
-        "eval_every": EVAL_EVERY,
-        "stop_after_grok": False,
-    },
-}
+BASE = tiny_tree(
+    {"train.max_steps": 5000, "train.eval_every": EVAL_EVERY, "train.stop_after_grok": False}
+)
 TRIAL_CWD = re.compile(r"/working_dirs/([0-9a-f_]+)$")
 """A Tune trial process works in <...>/working_dirs/<trial folder>; ours are named by trial id."""
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import TINY_BASE, stop_pids, tagged_pids, wait_until, write_grid
+from conftest import stop_pids, tagged_pids, tiny_tree, wait_until, write_grid
 
 from sweepgrok.cli.interrupted import continue_command, kept
 from sweepgrok.store.sink import read_metrics, read_runs
@@ -169,8 +169,9 @@ def heartbeat_trials(sweep: Path) -> dict[str, int]:
     return (doc or {}).get("trials") or {}
 
 
-LONG_BASE = {**TINY_BASE, "train": {**TINY_BASE["train"], "max_steps": 1500, "eval_every": 50,
-                                     "stop_after_grok": False}}
+LONG_BASE = tiny_tree(
+    {"train.max_steps": 1500, "train.eval_every": 50, "train.stop_after_grok": False}
+)
 """Trials of a few seconds each, so a signal lands mid-sweep."""
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import TINY_BASE, write_grid
+from conftest import tiny_tree, write_grid
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
@@ -31,8 +31,7 @@ from sweepgrok.tune.devices import NoCudaInTrial, TrialDevice, resolve
 
 runner = CliRunner()
 SWEEPGROK = str(Path(sys.executable).parent / "sweepgrok")
-AUTO_BASE = {**TINY_BASE, "train": {**TINY_BASE["train"], "device": "auto", "max_steps": 20,
-                                     "eval_every": 10}}
+AUTO_BASE = tiny_tree({"train.device": "auto", "train.max_steps": 20, "train.eval_every": 10})
 """The tiny trial with train.device: auto and two evaluations after step 0."""
 
 # ---- the device of a trial ------------------------------------------------------------------
@@ -88,7 +87,7 @@ def test_the_note_is_logged_once_per_trial(monkeypatch, caplog) -> None:
 
 
 def test_cuda_trials_must_ask_for_a_gpu(tmp_path: Path) -> None:
-    base = {**TINY_BASE, "train": {**TINY_BASE["train"], "device": "cuda"}}
+    base = tiny_tree({"train.device": "cuda"})
     grid = write_grid(tmp_path / "g.yaml", "g", base=base, seeds=[1, 2])
     result = runner.invoke(app, ["validate", str(grid)])
     assert result.exit_code == 2, result.output

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 from conftest import (
-    TINY_BASE,
     assert_exactly_once,
     raw_rows,
     stop_pids,
     tagged_pids,
+    tiny_tree,
     wait_until,
     write_grid,
 )
@@ -184,15 +184,9 @@ def test_killed_driver_resumes_without_rerunning_or_duplicates(
     tmp_path: Path, ray_env: dict[str, str], sig: signal.Signals
 ) -> None:
     # Trials of a few seconds each, one at a time, so the kill lands mid-sweep.
-    base = {
-        **TINY_BASE,
-        "train": {
-            **TINY_BASE["train"],
-            "max_steps": 1500,
-            "eval_every": 50,
-            "stop_after_grok": False,
-        },
-    }
+    base = tiny_tree(
+        {"train.max_steps": 1500, "train.eval_every": 50, "train.stop_after_grok": False}
+    )
     grid = write_grid(
         tmp_path / "g.yaml", "killed", base=base, seeds=[1, 2, 3, 4], checkpoint_every=3
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import set_flags, tiny_config
 
 from benchmarks import bench_seeds, bench_trainer, gpu_summary
 from benchmarks.bench_trainer import (
@@ -31,6 +32,12 @@ from sweepgrok.train.models import build_model
 
 def _cfg(overrides: dict) -> Config:
     return from_flat({**overrides, "train.device": "cpu"})
+
+
+SIZES = tiny_config({"task.p": 11},
+                    keys=("task.p", "model.d_model", "model.d_mlp", "model.n_heads"))
+"""The tiny trial's sizes at p = 11, over a benchmark's own case (nothing else of the tiny
+trial: a benchmark's split and schedule are its own)."""
 
 
 def _n_train(cfg: Config) -> int:
@@ -101,8 +108,7 @@ def _copy_into_reference(ref: RefTransformer, model) -> None:
     ("none", "softmax"), ("layernorm", "softmax"), ("sphere", "softmax"), ("layernorm", "uniform"),
 ])
 def test_reference_transformer_computes_sweepgrok_model(norm, attention):
-    cfg = _cfg({"task.p": 11, "model.d_model": 16, "model.n_heads": 2, "model.d_mlp": 32,
-                "model.norm": norm, "model.attention": attention})
+    cfg = _cfg({**SIZES, "model.norm": norm, "model.attention": attention})
     model = build_model(cfg, [3]).double()
     ref = RefTransformer(cfg).double()
     _copy_into_reference(ref, model)
@@ -139,10 +145,6 @@ def test_run_finds_every_benchmark_and_its_quick_arguments():
 
 # ---- the GPU check's code paths, on the CPU at tiny sizes -----------------------------------
 
-TINY = ["--set", "task.p=11", "--set", "model.d_model=16", "--set", "model.d_mlp=32",
-        "--set", "model.n_heads=2"]
-
-
 def test_graph_modes_follow_the_config_and_the_device(monkeypatch):
     keys = ["train.device", "train.cuda_graph"]
     monkeypatch.setattr(bench_trainer, "all_keys", lambda: keys)
@@ -156,12 +158,11 @@ def test_graph_modes_follow_the_config_and_the_device(monkeypatch):
 
 def test_the_cuda_graph_reference_needs_cuda():
     with pytest.raises(ValueError, match="CUDA"):
-        GraphReferenceLoop(_cfg({"task.p": 11, "model.d_model": 16, "model.n_heads": 2,
-                                 "model.d_mlp": 32}), torch.device("cpu"))
+        GraphReferenceLoop(_cfg(SIZES), torch.device("cpu"))
 
 
 def test_reference_loop_step_is_one_adamw_step_on_the_full_batch():
-    cfg = _cfg({"task.p": 11, "model.d_model": 16, "model.n_heads": 2, "model.d_mlp": 32})
+    cfg = _cfg(SIZES)
     loop = ReferenceLoop(cfg, torch.device("cpu"))
     w = loop.model.unembed.weight
     w0 = w.detach().clone()
@@ -179,7 +180,7 @@ def test_reference_loop_step_is_one_adamw_step_on_the_full_batch():
 def test_bench_trainer_on_cpu_writes_its_timings_and_skips_the_graph(tmp_path, capsys):
     out = tmp_path / "t.json"
     bench_trainer.main(["--cases", "paper-1 Z_113, layernorm", "--threads", "1", "--rounds",
-                        "1", "--steps", "1", "--json", str(out), *TINY])
+                        "1", "--steps", "1", "--json", str(out), *set_flags(SIZES)])
     assert "cuda graph reference skipped (it needs a CUDA device)" in capsys.readouterr().out
     doc = json.loads(out.read_text())
     (row,) = doc["rows"]
@@ -187,9 +188,7 @@ def test_bench_trainer_on_cpu_writes_its_timings_and_skips_the_graph(tmp_path, c
     assert "reference" in row["ms"] and "cuda graph" not in row["ms"]
     assert any(k.startswith("sweepgrok") for k in row["ms"])
     assert row["n"] == 36  # round(0.3 * 11^2 = 36.3)
-    assert row["flops"] == step_flops(_cfg({**P1, "model.norm": "layernorm", "task.p": 11,
-                                            "model.d_model": 16, "model.d_mlp": 32,
-                                            "model.n_heads": 2}), 36)
+    assert row["flops"] == step_flops(_cfg({**P1, "model.norm": "layernorm", **SIZES}), 36)
 
 
 def test_bench_trainer_refuses_a_bad_override_naming_the_key(capsys):
@@ -201,11 +200,10 @@ def test_bench_trainer_refuses_a_bad_override_naming_the_key(capsys):
 def test_bench_seeds_members_per_member_step_against_a_given_floor(tmp_path, capsys):
     out = tmp_path / "s.json"
     bench_seeds.main(["--members", "1", "2", "--repeats", "1", "--steps", "1",
-                      "--peak-tflops", "0.001", "--json", str(out), *TINY])
+                      "--peak-tflops", "0.001", "--json", str(out), *set_flags(SIZES)])
     rows = json.loads(out.read_text())["rows"]
     assert [r["members"] for r in rows] == [1, 2]
-    cfg = _cfg({**bench_seeds.MEMBERS_CASE, "task.p": 11, "model.d_model": 16,
-                "model.d_mlp": 32, "model.n_heads": 2})
+    cfg = _cfg({**bench_seeds.MEMBERS_CASE, **SIZES})
     flops = step_flops(cfg, 36)  # one member's step, whatever E
     for r in rows:
         assert r["flops_per_member_step"] == flops

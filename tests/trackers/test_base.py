@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TINY_BASE, one_line_error, write_grid
+from conftest import one_line_error, set_items, tiny_config, write_grid
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
@@ -34,9 +34,8 @@ from sweepgrok.trackers.base import (
 
 ROOT = Path(__file__).parents[2]
 runner = CliRunner()
-TINY = [f"{section}.{key}={value}" for section, keys in TINY_BASE.items()
-        for key, value in keys.items() if key != "max_steps"] + ["train.max_steps=60"]
-"""The conftest's tiny trial as --set overrides, 60 steps: 4 evaluations (0, 20, 40, 60)."""
+TINY = set_items(tiny_config({"train.max_steps": 60}))
+"""The tiny trial as --set overrides, 60 steps: 4 evaluations (0, 20, 40, 60)."""
 
 
 def train(tmp_path: Path, *trackers: str, seeds: str = "[1, 2]") -> Any:

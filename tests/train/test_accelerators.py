@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import assert_each_refuses, checkpoint_without
+from conftest import assert_each_refuses, checkpoint_without, tiny_config
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
@@ -191,11 +191,12 @@ def test_defaults_are_off():
 
 # ---- the trainer ---------------------------------------------------------------------------
 
-TINY = {
-    "task.p": 11, "task.train_fraction": 0.6, "model.d_model": 16, "model.n_heads": 2,
-    "model.d_mlp": 32, "train.max_steps": 10, "train.eval_every": 5, "train.early_evals": False,
-    "train.stop_after_grok": False, "geometry.enabled": False, "train.threads": 1,
-}
+TINY = tiny_config(
+    {"task.p": 11, "train.max_steps": 10, "train.eval_every": 5, "train.stop_after_grok": False,
+     "geometry.enabled": False, "train.threads": 1},
+    # Without geometry the sample is not read; device auto runs on a GPU where there is one.
+    defaults=("geometry.sample", "train.device"),
+)
 
 
 def test_each_accelerator_changes_the_trajectory():

@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import tiny_config
 
 from sweepgrok.config.tasks import operation_table, with_eq
 from sweepgrok.config.trial import from_flat
@@ -16,12 +17,12 @@ from sweepgrok.train.models import build_model
 from sweepgrok.train.progress_measures import LAYER_GROUPS
 from sweepgrok.train.trainer import Trainer, train
 
-TINY = {
-    "task.p": 11, "task.train_fraction": 0.6, "model.d_model": 4, "model.n_heads": 2,
-    "model.d_mlp": 8, "model.n_layers": 2, "train.max_steps": 10, "train.eval_every": 5,
-    "train.early_evals": False, "train.stop_after_grok": False, "geometry.sample": 16,
-    "geometry.knn_k": 3, "train.seeds": [0, 1],
-}
+TINY = tiny_config(
+    {"task.p": 11, "model.d_model": 4, "model.d_mlp": 8, "model.n_layers": 2,
+     "train.max_steps": 10, "train.eval_every": 5, "train.stop_after_grok": False,
+     "geometry.sample": 16, "geometry.knn_k": 3, "train.seeds": [0, 1]},
+    defaults=("train.device",),  # a GPU where there is one
+)
 # Parameters of one layer of one member, counted by hand (d = 4, d_mlp = 8):
 # Transformer block: W_Q, W_K, W_V, W_O 4 * 4 * 4 = 64, W_in 4 * 8 = 32, b_in 8, W_out 8 * 4
 # = 32, b_out 4; layernorm adds a gain and a bias of 4 after attention and after the MLP.

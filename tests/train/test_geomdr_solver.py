@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import assert_each_refuses, checkpoint_without
+from conftest import assert_each_refuses, checkpoint_without, tiny_config
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
@@ -213,13 +213,14 @@ def test_bad_solver_in_a_trial_file_exits_2(tmp_path):
 
 # ---- the trainer --------------------------------------------------------------------------
 
-TINY = {
-    "task.p": 23, "task.train_fraction": 0.6, "model.arch": "mlp", "model.n_layers": 2,
-    "model.d_model": 16, "model.d_mlp": 32, "train.max_steps": 20, "train.eval_every": 10,
-    "train.early_evals": False, "train.stop_after_grok": False, "geometry.enabled": False,
-    "train.threads": 1, "geomdr.enabled": True, "geomdr.start_step": 0, "geomdr.ramp_steps": 0,
-    "geomdr.lambda_max": 0.1, "geomdr.target_dim": 4, "train.seeds": [0, 1],
-}
+TINY = tiny_config(
+    {"task.p": 23, "model.arch": "mlp", "model.n_layers": 2, "train.max_steps": 20,
+     "train.eval_every": 10, "train.stop_after_grok": False, "geometry.enabled": False,
+     "train.threads": 1, "geomdr.enabled": True, "geomdr.start_step": 0, "geomdr.ramp_steps": 0,
+     "geomdr.lambda_max": 0.1, "geomdr.target_dim": 4, "train.seeds": [0, 1]},
+    # An MLP without geometry: neither key is read; device auto runs on a GPU where there is one.
+    defaults=("model.n_heads", "geometry.sample", "train.device"),
+)
 
 
 def test_the_warm_penalty_follows_eigh_along_a_training_run():

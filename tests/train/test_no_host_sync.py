@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import tiny_config
 
 import sweepgrok
 from sweepgrok.config.trial import from_flat
@@ -23,11 +24,12 @@ from sweepgrok.train.trainer import Trainer
 PACKAGE = str(Path(sweepgrok.__file__).resolve().parent)
 READS = ("item", "tolist", "numpy", "cpu", "__bool__", "__float__", "__int__", "__index__")
 
-TINY = {
-    "task.p": 11, "task.train_fraction": 0.6, "model.d_model": 16, "model.n_heads": 2,
-    "model.d_mlp": 32, "train.max_steps": 20, "train.threads": 1,
-    "geometry.sample": 32, "geometry.knn_k": 3,
-}
+TINY = tiny_config(
+    {"task.p": 11, "train.max_steps": 20, "train.threads": 1, "geometry.sample": 32,
+     "geometry.knn_k": 3},
+    # device auto: where there is a GPU the steps are checked on it, where reads stall.
+    defaults=("train.eval_every", "train.early_evals", "train.device"),
+)
 GEOMDR = {"geomdr.enabled": True, "geomdr.target_dim": 4, "geomdr.start_step": 0,
           "geomdr.ramp_steps": 0, "geomdr.lambda_max": 0.1}
 

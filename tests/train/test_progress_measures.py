@@ -9,6 +9,7 @@ import duckdb
 import pandas as pd
 import pytest
 import torch
+from conftest import tiny_config
 
 from sweepgrok.config.trial import from_flat
 from sweepgrok.store.sink import (
@@ -23,12 +24,12 @@ from sweepgrok.train import progress_measures as progress
 from sweepgrok.train.geometry import effective_dimension
 from sweepgrok.train.trainer import Trainer, train
 
-TINY = {
-    "task.p": 11, "task.train_fraction": 0.6, "model.d_model": 4, "model.n_heads": 2,
-    "model.d_mlp": 8, "model.n_layers": 2, "train.max_steps": 10, "train.eval_every": 5,
-    "train.early_evals": False, "train.stop_after_grok": False, "geometry.sample": 16,
-    "geometry.knn_k": 3, "train.seeds": [0, 1],
-}
+TINY = tiny_config(
+    {"task.p": 11, "model.d_model": 4, "model.d_mlp": 8, "model.n_layers": 2,
+     "train.max_steps": 10, "train.eval_every": 5, "train.stop_after_grok": False,
+     "geometry.sample": 16, "geometry.knn_k": 3, "train.seeds": [0, 1]},
+    defaults=("train.device",),  # a GPU where there is one
+)
 FILL = (2.0, -0.5)  # every parameter of member 0, of member 1
 # Entries per group of one member, by hand (d = 4, d_mlp = 8, p = 11 so 11 classes and a
 # vocabulary of 12 with the = token; the MLP embeds only the 11 operands).

@@ -5,16 +5,18 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import tiny_config
 
 from sweepgrok.config.trial import from_flat, load_config
 from sweepgrok.store.sink import METRICS_SCHEMA, ListSink
 from sweepgrok.train.trainer import CHECKPOINT_FILE, CheckpointError, Trainer, eval_steps, train
 
-TINY = {
-    "task.p": 11, "task.train_fraction": 0.6, "model.d_model": 16, "model.n_heads": 2,
-    "model.d_mlp": 32, "train.max_steps": 60, "train.eval_every": 10,
-    "train.stop_after_grok": False, "geometry.sample": 32, "geometry.knn_k": 3,
-}
+TINY = tiny_config(
+    {"task.p": 11, "train.max_steps": 60, "train.eval_every": 10,
+     "train.stop_after_grok": False, "geometry.sample": 32, "geometry.knn_k": 3},
+    # The default schedule (early evaluations); device auto runs on a GPU where there is one.
+    defaults=("train.early_evals", "train.device"),
+)
 
 
 def _cfg(**kw):
