@@ -42,15 +42,16 @@ browser:
 		|| echo "could not install chromium: the HTML report's browser test will skip"; \
 	fi
 
-test: $(STAMP) lint browser
-	$(BIN)/pytest -q tests
-
-# Two pytest-xdist workers, one per core of the 2-core machines it is measured on
-# (docs/development.md): the fast tests share no port, working directory or Ray cluster (each
+# The fast tests on two pytest-xdist workers, one per core of the 2-core machines it is
+# measured on (docs/development.md): they share no port, working directory or Ray cluster (each
 # worker is a process of its own; the two that start Ray give it a temp dir of their own).
-# `make test` stays serial: CI runs it, and the slow Ray end-to-end tests were not checked
-# side by side.
+# The slow ones (Ray end-to-end: clusters, signals, killed workers, timeouts sized for a
+# machine of their own) run one at a time after them.
 TEST_WORKERS ?= 2
+test: $(STAMP) lint browser
+	$(BIN)/pytest -q -m "not slow" -n $(TEST_WORKERS) tests
+	$(BIN)/pytest -q -m slow tests
+
 test-fast: $(STAMP)
 	$(BIN)/pytest -q -m "not slow" -n $(TEST_WORKERS) tests
 
