@@ -1,0 +1,70 @@
+"""Every committed summary with its evaluated columns (metrics.parquet): the grok and fit steps
+of its runs.csv are recomputed from them (first evaluation at or above the threshold)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import GROKS, write_sweep
+
+from analysis.evaluated import COLUMNS, FILE, write_evaluated
+from sweepgrok.train.events import FIT_THRESHOLD
+
+SUMMARIES = Path(__file__).resolve().parents[2] / "analysis" / "reproduction"
+WITH_METRICS = sorted(p.parent.name for p in SUMMARIES.glob(f"*/{FILE}"))
+GROK_STEP_THRESHOLD = {"paper1_layernorm_h200": 0.95}
+"""A summary whose runs.csv has one grok_step: its trial file's train.grok_threshold."""
+
+
+def first_step(metrics: pd.DataFrame, column: str, threshold: float) -> pd.Series:
+    reached = metrics[metrics[column] >= threshold]
+    return reached.groupby("run_id")["step"].min()
+
+
+def recomputed(sweep: str) -> dict[str, tuple[str, float]]:
+    """runs.csv column -> (metrics column, threshold) for this summary."""
+    wanted = {"fit_step": ("train_acc", FIT_THRESHOLD)}
+    wanted |= {f"grok_step_{t}": ("test_acc", int(t) / 100) for t in ("95", "99")}
+    if sweep in GROK_STEP_THRESHOLD:
+        wanted["grok_step"] = ("test_acc", GROK_STEP_THRESHOLD[sweep])
+    return wanted
+
+
+def test_the_summaries_with_evaluated_columns() -> None:
+    assert {"paper1_layernorm_h200", "repro3_dstar_cpu"} <= set(WITH_METRICS)
+
+
+@pytest.mark.parametrize("sweep", WITH_METRICS)
+def test_grok_and_fit_steps_recompute_from_the_evaluated_columns(sweep: str) -> None:
+    runs = pd.read_csv(SUMMARIES / sweep / "runs.csv").set_index("run_id")
+    metrics = pd.read_parquet(SUMMARIES / sweep / FILE)
+    assert set(metrics["run_id"]) == set(runs.index)
+    checked = 0
+    for column, (source, threshold) in recomputed(sweep).items():
+        if column not in runs.columns:
+            continue
+        got = first_step(metrics, source, threshold).reindex(runs.index)
+        assert got.astype(float).equals(runs[column].astype(float)), (sweep, column)
+        checked += 1
+    assert checked >= 2
+
+
+def test_write_keeps_the_evaluated_columns_sorted(tmp_path: Path) -> None:
+    sweep = write_sweep(tmp_path / "sweep", GROKS)
+    written = pd.read_parquet(write_evaluated(sweep, tmp_path))
+    assert len(written) == 6 * 11  # six runs, eleven evaluations each
+    assert list(written.columns) == [c for c in COLUMNS if c in written.columns]
+    assert {"run_id", "step", "test_acc", "train_acc"} <= set(written.columns)
+    assert written.equals(written.sort_values(["run_id", "step"]).reset_index(drop=True))
+
+
+def test_a_summary_folder_without_runs_csv_is_refused(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "analysis.evaluated", str(tmp_path), str(tmp_path)],
+        capture_output=True, text=True, cwd=SUMMARIES.parents[1],
+    )  # fmt: skip
+    assert run.returncode == 2 and "no runs.csv" in run.stderr and "Traceback" not in run.stderr
