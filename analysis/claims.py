@@ -104,6 +104,8 @@ CONTROL = "not claimed (our control; the paper has none)"
 P1_WHEN = "claim 5acea69, summary f48efc9"
 P2_WHEN = "claim 5acea69, summary b6f9281"
 CONTROL_WHEN = "claim ee6141d, summary b6f9281"
+DSTAR = "repro3_dstar_cpu"
+DSTAR_WHEN = "claim 225c0da, summary dc82cc6"
 CLAIMS: tuple[Claim, ...] = (
     Claim("Paper size: sphere wd 0 = wd 1", "2,400 ± 353 (wd 1), 2,480 ± 464 (wd 0); 10 seeds "
           "each (text: ~2,100)", P1_SIZE, "optim.weight_decay=0", "optim.weight_decay=1",
@@ -162,6 +164,11 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("GeomDR narrows the collapse-to-grok gap (addition)", "a shorter gap with GeomDR", P2,
           GEOMDR, NO_GEOMDR, "measure", measure="collapse_to_grok_95",
           when="added 2026-12-04 (rules v3), after the summary b6f9281"),
+    Claim("d* = 2 groks slower than d* = 16", "d* <= 8 slows or destabilizes", DSTAR,
+          "geomdr.target_dim=2", "geomdr.target_dim=16", "slower", planned=True, when=DSTAR_WHEN),
+    Claim("d* = 64 groks as fast as d* = 16", "moderate d* (16..64) works best", DSTAR,
+          "geomdr.target_dim=64", "geomdr.target_dim=16", "equal", planned=True,
+          when=DSTAR_WHEN),
     Claim("Subsampling the covariance to 25% keeps the grok step", SUBSAMPLE_PAPER, SUB,
           "geomdr.subsample=0.25", "geomdr.subsample=1", "equal", planned=False,
           when="claim and summary in 83ced63"),
