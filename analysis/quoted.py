@@ -121,6 +121,29 @@ def _acc(arm: str) -> pd.Series:
     return table[(table["model.arch"] == "transformer") & (table["accelerator.arm"] == arm)].iloc[0]
 
 
+def _seed_row(sweep: str, where: dict[str, object], note: str = "") -> str:
+    """'| `sweep` (code ...) | grok step at 0.95 of seeds 1-8 | KM median |' for one arm."""
+    runs = pd.read_csv(SUMMARIES / sweep / "runs.csv")
+    for key, value in where.items():
+        runs = runs[runs[key] == value]
+    runs = runs.sort_values("train.seed")
+    cells = [steps(t) if pd.notna(t) else "-" for t in runs["grok_step_95"]]
+    censored = runs["grok_step_95"].isna().to_numpy(bool)
+    km = km_median(runs["grok_step_95"].fillna(runs["steps_run"]).to_numpy(float), censored)
+    commit = str(runs["git_commit"].iloc[0])
+    code = f"code {commit[:7]}" if re.fullmatch(r"[0-9a-f]{40}", commit) else "code unknown"
+    arm = f"`{sweep}`" + (f" {note}" if note else "")
+    return f"| {arm} ({code}) | {' | '.join(cells)} | {steps(km)} |"
+
+
+SEED_ROWS = (
+    ("repro2_paper2_cpu", {"geomdr.enabled": True, "geomdr.penalty": "tail"}, "GeomDR arm"),
+    ("repro3_dstar_cpu", {"geomdr.target_dim": 16}, "d* 16"),
+    ("repro3_d16_avx2", {}, "AVX2 kernels"),
+)
+"""The GeomDR arm of paper 2's twin run three times (REPRODUCTION.md, the d* result)."""
+
+
 ACC_ROWS = [
     ("transformer", a)
     for a in ("baseline", "sphere", "uniform", "geomdr", "grokfast", "stablemax_perp",
@@ -158,6 +181,7 @@ QUOTES: tuple[Quote, ...] = (
           f"{steps(line(P2, P2_BASE)['collapse_to_grok_median'])} steps"),
     Quote(REPRODUCTION, lambda: "the twin's baseline groks at a KM median of "
           f"{steps(line(P2, P2_BASE)['km_median'])} steps"),
+    *(Quote(REPRODUCTION, partial(_seed_row, *row)) for row in SEED_ROWS),
     # Division, subsample, the Transformer.
     Quote(REPRODUCTION, lambda: "KM medians "
           f"{steps(line('repro2_division_cpu', 'GeomDR=false')['km_median'])} without GeomDR and "
