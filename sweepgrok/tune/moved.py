@@ -53,8 +53,12 @@ def rehome_generator_state(tune_path: Path) -> int:
     here = Path(tune_path).resolve().parent.as_posix()
     replaced = 0
     for state_file in sorted(Path(tune_path).glob(GENERATOR_STATES)):
-        with state_file.open("rb") as f:
-            state = cloudpickle.load(f)
+        try:
+            with state_file.open("rb") as f:
+                state = cloudpickle.load(f)
+        except Exception as err:  # damaged or unreadable: Tune's restore reports it as before
+            log.debug("not rehoming %s: %s", state_file, err)
+            continue
         stale = [
             ctx
             for ctx in storage_contexts(state)

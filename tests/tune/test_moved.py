@@ -48,3 +48,11 @@ def test_rehome_of_a_folder_that_did_not_move_rewrites_nothing(tmp_path: Path) -
     before = state_file.stat().st_mtime_ns
     assert rehome_generator_state(tune) == 0
     assert state_file.stat().st_mtime_ns == before
+
+
+def test_a_damaged_state_file_is_left_to_tunes_own_restore(tmp_path: Path) -> None:
+    tune = moved_copy(tmp_path)
+    (state_file,) = tune.glob(GENERATOR_STATES)
+    state_file.write_bytes(b"not a pickle")
+    assert rehome_generator_state(tune) == 0
+    assert state_file.read_bytes() == b"not a pickle"
