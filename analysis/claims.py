@@ -106,6 +106,17 @@ P2_WHEN = "claim 5acea69, summary b6f9281"
 CONTROL_WHEN = "claim ee6141d, summary b6f9281"
 DSTAR = "repro3_dstar_cpu"
 DSTAR_WHEN = "claim 225c0da, summary dc82cc6"
+LAMBDA = "repro3_lambda_cpu"
+LAMBDA_WHEN = "claim and rule 9d4fcb6, the rule as code ea7a7d0, summary 4527322"
+BEST = {"tail": 0.1, "trace": 0.01, "tail_fraction": 10.0}
+"""Each kind's best weight in repro3_lambda_cpu by analysis.best_weight's planned rule (a test
+recomputes it from the committed summary)."""
+
+
+def best(kind: str) -> str:
+    return f"geomdr.penalty={kind},geomdr.lambda_max={BEST[kind]:g}"
+
+
 CLAIMS: tuple[Claim, ...] = (
     Claim("Paper size: sphere wd 0 = wd 1", "2,400 ± 353 (wd 1), 2,480 ± 464 (wd 0); 10 seeds "
           "each (text: ~2,100)", P1_SIZE, "optim.weight_decay=0", "optim.weight_decay=1",
@@ -169,6 +180,12 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("d* = 64 groks as fast as d* = 16", "moderate d* (16..64) works best", DSTAR,
           "geomdr.target_dim=64", "geomdr.target_dim=16", "equal", planned=True,
           when=DSTAR_WHEN),
+    Claim("Dimension, not scale: the tail penalty at its best weight groks faster than the "
+          "trace penalty at its best weight", CONTROL, LAMBDA, best("tail"), best("trace"),
+          planned=True, when=LAMBDA_WHEN),
+    Claim("The tail fraction (dimension without scale) at its best weight groks as fast as "
+          "the tail at its best weight", CONTROL, LAMBDA, best("tail_fraction"), best("tail"),
+          "equal", planned=True, when=LAMBDA_WHEN),
     Claim("Subsampling the covariance to 25% keeps the grok step", SUBSAMPLE_PAPER, SUB,
           "geomdr.subsample=0.25", "geomdr.subsample=1", "equal", planned=False,
           when="claim and summary in 83ced63"),

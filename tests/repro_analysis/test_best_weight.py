@@ -34,3 +34,11 @@ def test_censored_runs_count_and_no_median_means_no_best_weight() -> None:
     assert medians[3.0] == 900.0 and pd.isna(medians[1.0])
     assert best_weight(runs, "tail_fraction") == 3.0
     assert best_weight(runs[runs["geomdr.lambda_max"] == 1.0], "tail_fraction") is None
+
+
+def test_the_claims_use_the_rules_pick_from_the_committed_summary() -> None:
+    from analysis.best_weight import load
+    from analysis.claims import BEST
+
+    runs = load()
+    assert {kind: best_weight(runs, kind) for kind in BEST} == BEST

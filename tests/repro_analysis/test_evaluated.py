@@ -68,3 +68,24 @@ def test_a_summary_folder_without_runs_csv_is_refused(tmp_path: Path) -> None:
         capture_output=True, text=True, cwd=SUMMARIES.parents[1],
     )  # fmt: skip
     assert run.returncode == 2 and "no runs.csv" in run.stderr and "Traceback" not in run.stderr
+
+
+
+def arm_metrics(sweep: str, where: dict[str, object]) -> pd.DataFrame:
+    """One arm's evaluated columns, keyed by seed instead of run id."""
+    runs = pd.read_csv(SUMMARIES / sweep / "runs.csv")
+    for key, value in where.items():
+        runs = runs[runs[key] == value]
+    seeds = runs.set_index("run_id")["train.seed"]
+    metrics = pd.read_parquet(SUMMARIES / sweep / FILE)
+    metrics = metrics[metrics["run_id"].isin(seeds.index)]
+    metrics = metrics.assign(seed=metrics["run_id"].map(seeds)).drop(columns="run_id")
+    return metrics.sort_values(["seed", "step"]).reset_index(drop=True)
+
+
+def test_one_config_twice_on_one_code_and_machine_gives_the_same_bits() -> None:
+    # REPRODUCTION.md: the lambda control's tail at 0.1 is the d* control's d* 16 arm again.
+    tail = arm_metrics("repro3_lambda_cpu", {"geomdr.penalty": "tail", "geomdr.lambda_max": 0.1})
+    d16 = arm_metrics("repro3_dstar_cpu", {"geomdr.target_dim": 16})
+    assert sorted(set(tail["seed"])) == list(range(1, 9))
+    pd.testing.assert_frame_equal(tail, d16, check_exact=True)
