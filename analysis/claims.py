@@ -106,6 +106,8 @@ P2_WHEN = "claim 5acea69, summary b6f9281"
 CONTROL_WHEN = "claim ee6141d, summary b6f9281"
 DSTAR = "repro3_dstar_cpu"
 DSTAR_WHEN = "claim 225c0da, summary dc82cc6"
+START = "repro3_start_cpu"
+START_WHEN = "claim 693bde3, summary b2a7c35"
 LAMBDA = "repro3_lambda_cpu"
 LAMBDA_WHEN = "claim and rule 9d4fcb6, the rule as code ea7a7d0, summary 4527322"
 BEST = {"tail": 0.1, "trace": 0.01, "tail_fraction": 10.0}
@@ -180,6 +182,12 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("d* = 64 groks as fast as d* = 16", "moderate d* (16..64) works best", DSTAR,
           "geomdr.target_dim=64", "geomdr.target_dim=16", "equal", planned=True,
           when=DSTAR_WHEN),
+    Claim("Too early a start helps less: t_s = 100 groks slower than t_s = 500",
+          "a critical window for t_s", START, "geomdr.start_step=100", "geomdr.start_step=500",
+          "slower", planned=True, when=START_WHEN),
+    Claim("t_s = 2000 is best for MLPs: it groks faster than t_s = 500", "t_s = 2000 best (MLP)",
+          START, "geomdr.start_step=2000", "geomdr.start_step=500", planned=True,
+          when=START_WHEN),
     Claim("Dimension, not scale: the tail penalty at its best weight groks faster than the "
           "trace penalty at its best weight", CONTROL, LAMBDA, best("tail"), best("trace"),
           planned=True, when=LAMBDA_WHEN),
