@@ -7,7 +7,8 @@ Exactly-once argument (readers keep the last row per key, see sweepgrok.store.si
 - a retried or restored trial resumes from a checkpoint and re-emits the steps after it: the
   same (run_id, step) keys, deduplicated by the readers (run ids come from the trial id);
 - a run row is written when its run ends; a failed trial gets a `failed` row; a later success
-  (retry, or --resume of errored trials) writes a newer row that supersedes it.
+  (retry, or --resume of errored trials) writes a newer row that supersedes it; a run whose
+  row said it ended (not failed) when this driver session began keeps that row (ended_before).
 Trackers (sweepgrok.trackers) are mirrored from this same sink, after the Parquet: a replayed
 step is not sent to a tracker again (TrackedSink remembers the last step each one holds).
 """
@@ -64,6 +65,7 @@ class ParquetCallback(tune.Callback):
         self._finished: dict[str, set[str]] = {}  # trial_id -> run ids with a run row
         self._trial_dirs: dict[str, Path] = {}  # trial_id -> its folder in storage
         self._ended_runs: dict[str, list[dict[str, Any]]] = {}  # trial_id -> its ended runs
+        self._ended_before: set[str] | None = None  # runs ended in earlier driver sessions
         self.pruner = CheckpointPruner(Path(self.sweep_dir) / TUNE_DIR)
         self.grokked = 0
         self.heartbeat = heartbeat
@@ -190,7 +192,8 @@ class ParquetCallback(tune.Callback):
         self.sink.write_metrics(rows.get("metrics", []))
         self.sink.write_geometry(rows.get("geometry", []))
         for run in rows.get("finished", []):
-            self.sink.write_run(run)  # flushes the metrics first
+            if str(run["run_id"]) not in self.ended_before():
+                self.sink.write_run(run)  # flushes the metrics first
             self._finished.setdefault(trial_id, set()).add(str(run["run_id"]))
             self._ended_runs.setdefault(trial_id, []).append(_ended(run))
             if run.get("status") in ("grokked", "completed"):
@@ -209,6 +212,21 @@ class ParquetCallback(tune.Callback):
             self.sink.write_run(row)
             written.append(_ended(row))
         return written
+
+    def ended_before(self) -> set[str]:
+        """The runs whose row said they ended (not failed) when this driver session began.
+
+        Their rows stay as written. A trial whose last result reached the driver as a signal
+        stopped it can end here (run row written) while Tune's snapshot still calls it
+        unfinished; --resume then runs it again from its checkpoint to the same end
+        (deterministic training), and a second run row would only repeat the first. Read once,
+        at the first run that ends in this session, before any row of this session is written.
+        """
+        if self._ended_before is None:
+            runs = read_runs(self.sweep_dir, columns=["status"], skip_damaged=True)
+            ended = runs[runs["status"].isin(ENDED_STATUSES) & (runs["status"] != "failed")]
+            self._ended_before = set(ended["run_id"].astype(str))
+        return self._ended_before
 
     def _ended_ok(self, row: Mapping[str, Any]) -> bool:
         # A run that ended in an earlier driver session (before a --resume) keeps its row.
