@@ -206,8 +206,9 @@ class ParquetCallback(tune.Callback):
         (returned, shortened to what the live view shows)."""
         self.sink.flush()
         written = []
+        ended = self._finished.get(trial_id, set()) | self.ended_before()
         for row in failed_rows(self.sweep, trial_id, config, error):
-            if row["run_id"] in self._finished.get(trial_id, set()) or self._ended_ok(row):
+            if row["run_id"] in ended:
                 continue
             self.sink.write_run(row)
             written.append(_ended(row))
@@ -216,25 +217,19 @@ class ParquetCallback(tune.Callback):
     def ended_before(self) -> set[str]:
         """The runs whose row said they ended (not failed) when this driver session began.
 
-        Their rows stay as written. A trial whose last result reached the driver as a signal
-        stopped it can end here (run row written) while Tune's snapshot still calls it
-        unfinished; --resume then runs it again from its checkpoint to the same end
-        (deterministic training), and a second run row would only repeat the first. Read once,
-        at the first run that ends in this session, before any row of this session is written.
+        Their rows stay as written: no `failed` row over them, no second final row. A trial
+        whose last result reached the driver as a signal stopped it can end there (run row
+        written) while Tune's snapshot still calls it unfinished; --resume then runs it again
+        from its checkpoint to the same end (deterministic training), and a second run row
+        would only repeat the first. Read once, when this session first writes a run row,
+        before it does. A damaged part is left out (warned): it must not stop the sweep;
+        analyze refuses it.
         """
         if self._ended_before is None:
             runs = read_runs(self.sweep_dir, columns=["status"], skip_damaged=True)
             ended = runs[runs["status"].isin(ENDED_STATUSES) & (runs["status"] != "failed")]
             self._ended_before = set(ended["run_id"].astype(str))
         return self._ended_before
-
-    def _ended_ok(self, row: Mapping[str, Any]) -> bool:
-        # A run that ended in an earlier driver session (before a --resume) keeps its row.
-        # A damaged part is left out (warned) here: it must not stop the sweep; analyze refuses it.
-        runs = read_runs(self.sweep_dir, columns=["status"], skip_damaged=True)
-        hit = runs[runs["run_id"] == row["run_id"]]
-        last = hit["status"].iloc[-1] if len(hit) else None
-        return last in ENDED_STATUSES and last != "failed"  # interrupted: not ended
 
     def close(self, trials: Sequence[Any] = ()) -> None:
         """Flush everything, end open tracker runs, stop the live view, log what was pruned
