@@ -12,23 +12,25 @@ import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import pandas as pd
 
+from sweepgrok.analysis.stats import times_and_censoring
 from sweepgrok.analysis.survival import km_median
 
 SUMMARIES = Path(__file__).resolve().parent / "reproduction"
 SWEEP = "repro3_lambda_cpu"
 KIND, WEIGHT = "geomdr.penalty", "geomdr.lambda_max"
+THRESHOLD = 0.95
+"""The grok threshold the rule reads (the claims' threshold)."""
 
 
 def km_medians(runs: pd.DataFrame, kind: str) -> dict[float, float]:
     """lambda_max -> KM median grok step at 0.95 (nan: under half grokked) for one kind."""
     out: dict[float, float] = {}
     for weight, arm in runs[runs[KIND] == kind].groupby(WEIGHT):
-        grok = arm["grok_step_95"]
-        times = grok.fillna(arm["steps_run"]).to_numpy(float)
-        out[float(weight)] = float(km_median(times, grok.isna().to_numpy(bool)))
+        out[float(cast(float, weight))] = float(km_median(*times_and_censoring(arm, THRESHOLD)))
     return out
 
 

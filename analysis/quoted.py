@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sweepgrok.analysis.stats import times_and_censoring
 from sweepgrok.analysis.survival import km_median
 
 HERE = Path(__file__).resolve().parent
@@ -128,15 +129,14 @@ def _seed_row(sweep: str, where: dict[str, object], note: str = "") -> str:
         runs = runs[runs[key] == value]
     runs = runs.sort_values("train.seed")
     cells = [steps(t) if pd.notna(t) else "-" for t in runs["grok_step_95"]]
-    censored = runs["grok_step_95"].isna().to_numpy(bool)
-    km = km_median(runs["grok_step_95"].fillna(runs["steps_run"]).to_numpy(float), censored)
+    km = km_median(*times_and_censoring(runs, 0.95))
     commit = str(runs["git_commit"].iloc[0])
     code = f"code {commit[:7]}" if re.fullmatch(r"[0-9a-f]{40}", commit) else "code unknown"
     arm = f"`{sweep}`" + (f" {note}" if note else "")
     return f"| {arm} ({code}) | {' | '.join(cells)} | {steps(km)} |"
 
 
-SEED_ROWS = (
+SEED_ROWS: tuple[tuple[str, dict[str, object], str], ...] = (
     ("repro2_paper2_cpu", {"geomdr.enabled": True, "geomdr.penalty": "tail"}, "GeomDR arm"),
     ("repro3_dstar_cpu", {"geomdr.target_dim": 16}, "d* 16"),
     ("repro3_d16_avx2", {}, "AVX2 kernels"),
