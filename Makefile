@@ -29,7 +29,7 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check sweepgrok tests benchmarks analysis
-	$(BIN)/mypy sweepgrok
+	$(BIN)/mypy sweepgrok analysis benchmarks
 
 # Debian's chromium for the HTML report's browser test (tests/analysis/test_html_report.py): installed
 # when it is missing and apt-get can run (as root); otherwise nothing, and that test skips

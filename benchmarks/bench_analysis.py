@@ -11,6 +11,7 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -22,15 +23,23 @@ TARGET_DIMS = (8, 16, 32, 64, 128)
 # Median grok step of each norm (sphere is fast, as in paper 1) and a GeomDR d* effect.
 _NORM_MEDIAN = {"none": 30_000.0, "layernorm": 20_000.0, "rmsnorm": 18_000.0, "sphere": 1_500.0}
 
+# The config keys are dotted (runs/ column names), hence the functional form.
+SyntheticRun = TypedDict(
+    "SyntheticRun",
+    {"run_id": str, "sweep": str, "model.norm": str, "geomdr.target_dim": int,
+     "train.seed": int, "grok": float},
+)
+"""A run row of the synthetic sweep, plus its drawn grok step (not a runs/ column)."""
+
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(x, -50, 50)))
 
 
-def synthetic_runs(n_runs: int, seed: int = 0) -> list[dict[str, object]]:
+def synthetic_runs(n_runs: int, seed: int = 0) -> list[SyntheticRun]:
     """Run rows cycling through norm x d* (the rest are seeds), with a drawn grok step."""
     rng = np.random.default_rng(seed)
-    rows = []
+    rows: list[SyntheticRun] = []
     for i in range(n_runs):
         norm = NORMS[i % len(NORMS)]
         dim = TARGET_DIMS[(i // len(NORMS)) % len(TARGET_DIMS)]
@@ -48,7 +57,7 @@ def synthetic_runs(n_runs: int, seed: int = 0) -> list[dict[str, object]]:
     return rows
 
 
-def _metrics_part(runs: list[dict[str, object]], steps: np.ndarray, seed: int) -> pa.Table:
+def _metrics_part(runs: list[SyntheticRun], steps: np.ndarray, seed: int) -> pa.Table:
     """Metric rows of `runs` (vectorised: one array per column, no per-row Python)."""
     rng = np.random.default_rng(seed)
     n, m = len(runs), len(steps)
@@ -59,7 +68,7 @@ def _metrics_part(runs: list[dict[str, object]], steps: np.ndarray, seed: int) -
     test = 0.02 + 0.98 * _sigmoid((s - grok) / (0.05 * grok)) + rng.normal(0, 0.002, (n, m))
     deff = 20 + 20 * _sigmoid((s - fit) / fit) - 32 * _sigmoid((s - 0.8 * grok) / (0.1 * grok))
     cols = {
-        "run_id": pa.array(np.repeat([str(r["run_id"]) for r in runs], m)),
+        "run_id": pa.array(np.repeat([r["run_id"] for r in runs], m)),
         "step": pa.array(np.tile(steps, n)),
         "train_acc": pa.array(train.ravel()),
         "test_acc": pa.array(np.clip(test, 0.0, 1.0).ravel()),
@@ -89,7 +98,7 @@ def write_synthetic_sweep(
 
 def main() -> None:
     """Generate, then time read + per-run summary + group summary."""
-    from sweepgrok.analysis import stats
+    from sweepgrok.analysis import comparisons, stats
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=1000)
@@ -103,7 +112,8 @@ def main() -> None:
         t2 = time.perf_counter()
         summary = stats.run_summary(metrics, runs)
         t3 = time.perf_counter()
-        groups = stats.analysis_table(summary, baseline="model.norm=none")
+        # As `sweepgrok analyze --baseline` groups: by the varying keys (by=None).
+        groups = comparisons.analysis_table(summary, None, "model.norm=none")
         t4 = time.perf_counter()
     rows = len(metrics)
     print(f"synthetic sweep: {args.runs} runs x {args.evals} evals = {rows:,} metric rows")

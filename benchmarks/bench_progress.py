@@ -45,8 +45,8 @@ QUICKSTART = {
     "task.p": 47, "task.train_fraction": 0.7, "model.d_model": 64, "model.n_heads": 4,
     "model.d_mlp": 256, "optim.weight_decay": 1.0,
 }
-CASES = {"quickstart Z_47 Transformer": QUICKSTART, "paper-1 Z_113 Transformer": P1,
-         "paper-2 Z_97 MLP": P2}
+CASES: dict[str, dict] = {"quickstart Z_47 Transformer": QUICKSTART,
+                          "paper-1 Z_113 Transformer": P1, "paper-2 Z_97 MLP": P2}
 QUICK = ("quickstart Z_47 Transformer", "paper-2 Z_97 MLP")
 EVAL_EVERY = 200  # train.eval_every's default
 

@@ -46,6 +46,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from operator import attrgetter
 
 import torch
@@ -54,6 +55,7 @@ from benchmarks.bench_trainer import (
     P1,
     add_common_options,
     device_sync,
+    first_call,
     graph_modes,
     measure,
     parse_common,
@@ -188,7 +190,8 @@ def bench_members(e: int, args: argparse.Namespace) -> dict:
     name = f"E={e}"
     trainers = {}
     for mode in graph_modes(args.cuda_graph, args.device):
-        t = working(name, variant_name(mode), lambda m=mode: Trainer(members_config(e, args, m)))
+        cfg = members_config(e, args, mode)
+        t = working(name, variant_name(mode), partial(Trainer, cfg))
         if t is not None:
             trainers[variant_name(mode)] = t
     if not trainers:
@@ -196,7 +199,7 @@ def bench_members(e: int, args: argparse.Namespace) -> dict:
     first = next(iter(trainers.values()))
     configure_process(first.cfg.train, default_threads=args.threads[0])
     steps = {k: sweepgrok_step(t) for k, t in trainers.items()}
-    steps = {k: v for k, v in steps.items() if working(name, k, lambda v=v: v() or True)}
+    steps = {k: v for k, v in steps.items() if working(name, k, partial(first_call, v))}
     n = first.train_x.shape[1]
     floor_ms = step_flops(first.cfg, n) / floor_rate(first.cfg, n, args) * 1e3  # one member
     t = measure(steps, args.repeats, args.steps, device_sync(first.device))

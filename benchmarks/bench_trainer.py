@@ -42,8 +42,9 @@ import json
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch
@@ -87,7 +88,7 @@ class Timing:
 
 
 def measure(
-    steps: dict[str, Callable[[], object]], rounds: int, k: int, sync: Callable[[], None]
+    steps: Mapping[str, Callable[[], object]], rounds: int, k: int, sync: Callable[[], None]
 ) -> dict[str, Timing]:
     """Median per-step time of each variant: one warm-up call each, then `rounds` round-robin
     rounds of `k` calls per variant (interleaved so machine load hits every variant alike)."""
@@ -314,7 +315,7 @@ def build_variants(
     for mode in graph_modes(args.cuda_graph, args.device):
         extra = {} if mode is None else {"train.cuda_graph": mode}
         cfg = case_config({**overrides, **args.sets, **extra}, args.device)
-        trainer = working(name, variant_name(mode), lambda c=cfg: Trainer(c))
+        trainer = working(name, variant_name(mode), partial(Trainer, cfg))
         if trainer is not None:
             trainers[variant_name(mode)] = trainer
     if not trainers:
@@ -339,7 +340,7 @@ def bench_case(name: str, overrides: dict, args: argparse.Namespace) -> list[dic
         print(f"  {name}: cuda graph reference skipped (it needs a CUDA device)", flush=True)
     # A step that fails its first call is dropped (said once); the reference must work.
     steps = {k: v for k, v in steps.items()
-             if k == "reference" or working(name, k, lambda v=v: v() or True)}
+             if k == "reference" or working(name, k, partial(first_call, v))}
     n = first.train_x.shape[1]
     gemm, gemm_flops = sgemm_step(base, n, first.device)
     steps["sgemm"] = gemm
@@ -371,6 +372,13 @@ def working(case: str, variant: str, make: Callable[[], Any]) -> Any:
     except Exception as err:
         print(f"  {case}: {variant} FAILED: {type(err).__name__}: {err}", flush=True)
         return None
+
+
+def first_call(step: Callable[[], object]) -> bool:
+    """Call `step` once and answer True, so that working() tells a step that ran (most return
+    None) from one that failed."""
+    step()
+    return True
 
 
 def _line(label: str, threads: int, ours: Timing, base: Timing, mm: Timing, flops: float,

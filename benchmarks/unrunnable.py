@@ -41,7 +41,7 @@ def missing(module: str, folder: Path) -> bool:
 
 def imported(node: ast.AST) -> set[str]:
     """Absolute modules imported anywhere inside `node`."""
-    out = set()
+    out: set[str] = set()
     for n in ast.walk(node):
         if isinstance(n, ast.Import):
             out.update(a.name for a in n.names)
@@ -56,18 +56,20 @@ def used_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return args | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
 
 
-def plan(path: Path) -> tuple[list[str], list[str]]:
-    """(pytest options, notes) leaving out what of test file `path` cannot run here.
+def plan(path: Path, root: Path) -> tuple[list[str], list[str]]:
+    """(pytest options, notes) leaving out what of test file `path`, under the tests' folder
+    `root`, cannot run here.
 
     A test needs what it imports, and what the module's functions it names (helpers it calls,
-    fixtures it takes) need, transitively."""
+    fixtures it takes) need, transitively. Modules are looked for under `root`, not only beside
+    `path`: the tests import the root's conftest and helpers (pyproject puts tests/ on the path)."""
     tree = ast.parse(path.read_text())
     top = {m for stmt in tree.body if isinstance(stmt, ast.Import | ast.ImportFrom)
-           for m in imported(stmt) if missing(m, path.parent)}
+           for m in imported(stmt) if missing(m, root)}
     if top:
         return [f"--ignore={path}"], [f"not run: {path} (needs {', '.join(sorted(top))})"]
     fns = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
-    need = {name: {m for m in imported(f) if missing(m, path.parent)} for name, f in fns.items()}
+    need = {name: {m for m in imported(f) if missing(m, root)} for name, f in fns.items()}
     changed = True
     while changed:  # what a function's callees (and fixtures) need, to a fixpoint
         changed = False
@@ -87,8 +89,9 @@ def plan(path: Path) -> tuple[list[str], list[str]]:
 def main(argv: list[str] | None = None) -> None:
     folders = [Path(a) for a in (argv if argv is not None else sys.argv[1:])] or [Path("tests")]
     for folder in folders:
-        for path in sorted(folder.glob("test_*.py")):
-            options, notes = plan(path)
+        # Every folder below too: the tests live in tests/<folder>/, mirroring the code.
+        for path in sorted(folder.rglob("test_*.py")):
+            options, notes = plan(path, folder)
             for line in options:
                 print(line)
             for line in notes:
