@@ -293,6 +293,21 @@ def time_left(trials: list[Trial], counts: Mapping[str, int]) -> tuple[float | N
 # ---- all of it -----------------------------------------------------------------------------
 
 
+def planned_thresholds(spec: Any) -> pd.DataFrame:
+    """The sweep file's train.grok_threshold per trial, for a sweep with no run recorded yet
+    (otherwise its status would name the default threshold, not the sweep's)."""
+    import pandas as pd
+
+    key = "train.grok_threshold"
+    if spec is None:
+        values: list[Any] = []
+    elif hasattr(spec, "trials"):  # a grid: every expanded trial's full flat config
+        values = [trial.flat.get(key) for trial in spec.trials]
+    else:  # a search: one base config for every trial
+        values = [spec.base.get(key)]
+    return pd.DataFrame({key: [v for v in values if v is not None]}, dtype=float)
+
+
 def read_status(sweep_dir: Path, *, skip_damaged: bool = False) -> SweepStatus:
     """The status of one sweep folder. Raises NotASweep, sweepgrok.store.parts.DamagedPart (unless
     `skip_damaged`), ConfigError for a damaged study record."""
@@ -322,7 +337,7 @@ def read_status(sweep_dir: Path, *, skip_damaged: bool = False) -> SweepStatus:
     counts["interrupted"] = 0
     total = max(total, len(trials))
     counts, total, driver = with_driver(sweep_dir, counts, total, time.time())
-    threshold = stats.default_threshold(runs)
+    threshold = stats.default_threshold(runs if len(runs) else planned_thresholds(spec))
     groups = group_rows(runs, group_keys(kind, spec, runs), threshold) if len(runs) else []
     mean, left = time_left(trials, counts)
     if driver is not None and driver["state"] != "running":

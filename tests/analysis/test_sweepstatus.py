@@ -310,6 +310,21 @@ def test_a_driver_that_ended_every_trial_says_nothing_more(tmp_path: Path) -> No
     assert "none (every trial ended)" in res.stdout
 
 
+@pytest.mark.parametrize("threshold", [0.95, 0.99])
+def test_a_sweep_with_no_run_yet_names_its_own_grok_threshold(
+    tmp_path: Path, threshold: float
+) -> None:
+    d = tmp_path / "st"
+    d.mkdir()
+    base = tiny_tree()
+    base["train"]["grok_threshold"] = threshold
+    write_grid(d / "sweep.yaml", "st", base=base, seeds=[1, 2])
+    status = read_status(d)
+    assert status.runs == 0 and status.threshold == threshold
+    res = runner.invoke(app, ["status", str(d)])
+    assert f"0 recorded, 0 grokked (test acc >= {threshold:g})" in res.stdout
+
+
 # ---- the folder's copy of its sweep file reads from anywhere ---------------------------------
 
 
