@@ -18,6 +18,8 @@ import pyarrow as pa
 
 from sweepgrok.store.sink import METRICS_SCHEMA, RUNS_SCHEMA, to_table, write_part
 
+QUICK_ARGV = ["--runs", "200", "--evals", "500"]
+"""`python -m benchmarks.run --quick`: a sweep a twentieth of the full size (seconds)."""
 NORMS = ("none", "layernorm", "rmsnorm", "sphere")
 TARGET_DIMS = (8, 16, 32, 64, 128)
 # Median grok step of each norm (sphere is fast, as in paper 1) and a GeomDR d* effect.
