@@ -105,6 +105,14 @@ def launch(
 ) -> None:
     """Run every trial of a grid file on Ray Tune; rows land in <storage>/<name>/ Parquet."""
     check_resume_fresh(resume, fresh)
+    if resume and max_concurrent is not None:
+        # Tune restores the grid's saved generator and the trials it had made with the first
+        # launch's cap; a new one would apply to some trials and not others, so none is taken.
+        raise fail(
+            "cannot change on --resume: Ray Tune restores the sweep with the cap of its first "
+            "launch; leave it out",
+            "--max-concurrent",
+        )
     apply_umask(umask)
     setup_logging(verbose)
     try:

@@ -83,6 +83,21 @@ def test_missing_file_and_flag_conflicts(tmp_path: Path, no_ray: Path) -> None:
     assert result.exit_code == 2 and "exclude" in result.output
 
 
+def test_resume_refuses_a_new_concurrency_cap_and_keeps_the_folder(
+    tmp_path: Path, no_ray: Path
+) -> None:
+    # Tune restores the first launch's cap (its saved grid generator and the trials it made):
+    # a cap given on --resume would have been silently ignored.
+    path = grid_file(tmp_path, seeds=[1])
+    part = tmp_path / "runs" / "g" / "runs" / "part-1.parquet"
+    part.parent.mkdir(parents=True)
+    part.write_bytes(b"rows")
+    result = runner.invoke(app, ["launch", str(path), "--resume", "--max-concurrent", "1"])
+    assert result.exit_code == 2
+    assert result.output.startswith("error: --max-concurrent: cannot change on --resume")
+    assert part.read_bytes() == b"rows"  # nothing touched
+
+
 def test_refuses_a_folder_with_runs(tmp_path: Path, no_ray: Path) -> None:
     path = grid_file(tmp_path, seeds=[1])
     (tmp_path / "runs" / "g" / "runs").mkdir(parents=True)
