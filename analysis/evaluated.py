@@ -14,6 +14,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import pandas as pd
+
 from sweepgrok.core.errors import USER_ERROR, error_line
 from sweepgrok.store.sink import read_metrics
 
@@ -24,8 +26,12 @@ FILE = "metrics.parquet"
 
 
 def write_evaluated(sweep_dir: Path, summary_dir: Path) -> Path:
-    """Write SUMMARY_DIR/metrics.parquet from the sweep's metrics/ Parquet."""
+    """Write SUMMARY_DIR/metrics.parquet from the sweep's metrics/ Parquet: the runs of the
+    summary's runs.csv (the evaluations of runs that did not end, e.g. an interrupted
+    sweep's, are not part of the summary)."""
     metrics = read_metrics(sweep_dir)
+    summarized = pd.read_csv(summary_dir / "runs.csv", usecols=["run_id"])["run_id"]
+    metrics = metrics[metrics["run_id"].isin(set(summarized))]
     kept = metrics[[c for c in COLUMNS if c in metrics.columns]]
     kept = kept.sort_values(["run_id", "step"]).reset_index(drop=True)
     path = summary_dir / FILE

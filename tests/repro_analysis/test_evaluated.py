@@ -53,13 +53,33 @@ def test_grok_and_fit_steps_recompute_from_the_evaluated_columns(sweep: str) -> 
     assert checked >= 2
 
 
+def summary_of(sweep: Path, folder: Path, left_out: int = 0) -> Path:
+    """A summary folder whose runs.csv lists the sweep's runs but the last `left_out`."""
+    from sweepgrok.store.sink import read_runs
+
+    run_ids = sorted(read_runs(sweep)["run_id"])
+    folder.mkdir()
+    pd.DataFrame({"run_id": run_ids[: len(run_ids) - left_out]}).to_csv(folder / "runs.csv")
+    return folder
+
+
 def test_write_keeps_the_evaluated_columns_sorted(tmp_path: Path) -> None:
     sweep = write_sweep(tmp_path / "sweep", GROKS)
-    written = pd.read_parquet(write_evaluated(sweep, tmp_path))
+    written = pd.read_parquet(write_evaluated(sweep, summary_of(sweep, tmp_path / "summary")))
     assert len(written) == 6 * 11  # six runs, eleven evaluations each
     assert list(written.columns) == [c for c in COLUMNS if c in written.columns]
     assert {"run_id", "step", "test_acc", "train_acc"} <= set(written.columns)
     assert written.equals(written.sort_values(["run_id", "step"]).reset_index(drop=True))
+
+
+def test_a_run_the_summary_leaves_out_keeps_no_evaluations(tmp_path: Path) -> None:
+    # e.g. a run an interrupted sweep had not ended: metrics/ rows, no run row, not summarized
+    sweep = write_sweep(tmp_path / "sweep", GROKS)
+    summary = summary_of(sweep, tmp_path / "summary", left_out=2)
+    written = pd.read_parquet(write_evaluated(sweep, summary))
+    listed = set(pd.read_csv(summary / "runs.csv")["run_id"])
+    assert set(written["run_id"]) == listed and len(listed) == 4
+    assert len(written) == 4 * 11
 
 
 def test_a_summary_folder_without_runs_csv_is_refused(tmp_path: Path) -> None:
