@@ -110,6 +110,8 @@ START = "repro3_start_cpu"
 START_WHEN = "claim 693bde3, summary b2a7c35"
 LAMBDA = "repro3_lambda_cpu"
 LAMBDA_WHEN = "claim and rule 9d4fcb6, the rule as code ea7a7d0, summary 4527322"
+GROKFAST = "repro3_grokfast_cpu"
+GROKFAST_WHEN = "claim 65faed3, summary 0861d1c"
 BEST = {"tail": 0.1, "trace": 0.01, "tail_fraction": 10.0}
 """Each kind's best weight in repro3_lambda_cpu by analysis.best_weight's planned rule (a test
 recomputes it from the committed summary)."""
@@ -200,6 +202,11 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("Subsampling the covariance to 10% keeps the grok step", SUBSAMPLE_PAPER, SUB,
           "geomdr.subsample=0.1", "geomdr.subsample=1", "equal", planned=False,
           when="claim and summary in 83ced63"),
+    Claim("Grokfast's filter alone speeds grokking at weight decay 0.005 (Transformer)",
+          "not claimed alone (its baseline also drops the weight decay)", GROKFAST,
+          "model.arch=transformer,grokfast.kind=ema,optim.weight_decay=0.005",
+          "model.arch=transformer,grokfast.kind=none,optim.weight_decay=0.005",
+          planned=True, when=GROKFAST_WHEN),
     Claim("GeomDR accelerates the Transformer", "~2x", "../accelerators",
           "model.arch=transformer,accelerator.arm=geomdr",
           "model.arch=transformer,accelerator.arm=baseline", factor=2,
