@@ -151,6 +151,21 @@ ACC_ROWS = [
 ] + [("mlp", a) for a in ("baseline", "geomdr", "grokfast", "stablemax_perp",
                           "stablemax_perp+wd0")]  # fmt: skip
 
+def _grokfast_arms() -> str:
+    """The Grokfast control's fit steps and best test accuracies, with and without the filter."""
+    runs = pd.read_csv(SUMMARIES / "repro3_grokfast_cpu" / "runs.csv")
+    ema, none = (runs[runs["grokfast.kind"] == kind] for kind in ("ema", "none"))
+    peak = "peak_test_acc"
+    return (
+        f"**{int(ema['grok_step_95'].notna().sum())}/{len(ema)} grokked** in both within "
+        f"{steps(runs['steps_run'].max())} steps (at 0.95). Every run fit its training set "
+        f"(median fit step {steps(ema['fit_step'].median())} with the filter, "
+        f"{steps(none['fit_step'].median())} without); the best test accuracy a run reached had a "
+        f"median of {ema[peak].median():.2f} with the filter and {none[peak].median():.2f} "
+        f"without (largest {ema[peak].max():.2f} and {none[peak].max():.2f})"
+    )
+
+
 QUOTES: tuple[Quote, ...] = (
     # Paper 1 at paper size.
     Quote(REPRODUCTION, lambda: f"All {len(pd.read_csv(SUMMARIES / 'paper1_sphere' / 'runs.csv'))}"
@@ -182,6 +197,8 @@ QUOTES: tuple[Quote, ...] = (
     Quote(REPRODUCTION, lambda: "the twin's baseline groks at a KM median of "
           f"{steps(line(P2, P2_BASE)['km_median'])} steps"),
     *(Quote(REPRODUCTION, partial(_seed_row, *row)) for row in SEED_ROWS),
+    # Version 3's Grokfast control.
+    Quote(REPRODUCTION, _grokfast_arms),
     # Division, subsample, the Transformer.
     Quote(REPRODUCTION, lambda: "KM medians "
           f"{steps(line('repro2_division_cpu', 'GeomDR=false')['km_median'])} without GeomDR and "
