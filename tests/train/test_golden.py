@@ -2,8 +2,11 @@
 reference (tests/data/golden/, made by tests/golden.py), and measurements never draw from the
 training's random streams.
 
-Exact equality: on the CPU with 1 thread, deterministic kernels and torch's kernels held at
-AVX2 (golden.ENV), two runs give the same bits (checked when the references were written).
+Equality: on the CPU with 1 thread, deterministic kernels and torch's kernels held at
+AVX2 (golden.ENV), two runs on one machine give the same bits (checked when the references
+were written). Across CPU models the evaluation-time measurements (rho, the Fourier and
+attention-entropy columns) still differed by up to 4e-6 relative (2026-12-05: the same code
+and pin on another Xeon), so a float matches within REL_TOL; everything else is exact.
 A change of training numerics is a deliberate commit: `python tests/golden.py --write`, and a
 CHANGELOG.md entry saying what changed and why.
 """
@@ -11,6 +14,7 @@ CHANGELOG.md entry saying what changed and why.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -50,12 +54,25 @@ def pinned_torch() -> str:
                 if line.startswith("torch=="))
 
 
+REL_TOL = 1e-5
+"""Largest relative difference between a logged float and its reference (see the docstring)."""
+
+
+def same(got: Any, want: Any) -> bool:
+    """Equal, or floats (or lists of them) within REL_TOL of each other."""
+    if isinstance(got, list) and isinstance(want, list):
+        return len(got) == len(want) and all(same(g, w) for g, w in zip(got, want, strict=True))
+    if isinstance(got, float) and isinstance(want, float):
+        return math.isclose(got, want, rel_tol=REL_TOL) or got == want
+    return bool(got == want)
+
+
 def first_difference(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> str:
     if len(got) != len(want):
         return f"{len(got)} rows, the reference has {len(want)}"
     for g, w in zip(got, want, strict=True):
         for key in sorted(set(g) | set(w)):
-            if g.get(key, "<absent>") != w.get(key, "<absent>"):
+            if not same(g.get(key, "<absent>"), w.get(key, "<absent>")):
                 where = {k: g.get(k) for k in ("run_id", "step", "layer") if k in g}
                 return f"{where} {key}: {g.get(key, '<absent>')!r} != {w.get(key, '<absent>')!r}"
     return ""
