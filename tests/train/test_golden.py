@@ -63,7 +63,7 @@ def same(got: Any, want: Any) -> bool:
     if isinstance(got, list) and isinstance(want, list):
         return len(got) == len(want) and all(same(g, w) for g, w in zip(got, want, strict=True))
     if isinstance(got, float) and isinstance(want, float):
-        return math.isclose(got, want, rel_tol=REL_TOL) or got == want
+        return math.isclose(got, want, rel_tol=REL_TOL)
     return bool(got == want)
 
 
