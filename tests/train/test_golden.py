@@ -14,7 +14,6 @@ CHANGELOG.md entry saying what changed and why.
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from golden import CONFIGS, ENV, REFERENCES, TINY
+from golden import CONFIGS, ENV, REFERENCES, TINY, first_difference, same
 
 HERE = Path(__file__).parents[1]  # tests/
 REGENERATE = (
@@ -54,28 +53,12 @@ def pinned_torch() -> str:
                 if line.startswith("torch=="))
 
 
-REL_TOL = 1e-5
-"""Largest relative difference between a logged float and its reference (see the docstring)."""
-
-
-def same(got: Any, want: Any) -> bool:
-    """Equal, or floats (or lists of them) within REL_TOL of each other."""
-    if isinstance(got, list) and isinstance(want, list):
-        return len(got) == len(want) and all(same(g, w) for g, w in zip(got, want, strict=True))
-    if isinstance(got, float) and isinstance(want, float):
-        return math.isclose(got, want, rel_tol=REL_TOL)
-    return bool(got == want)
-
-
-def first_difference(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> str:
-    if len(got) != len(want):
-        return f"{len(got)} rows, the reference has {len(want)}"
-    for g, w in zip(got, want, strict=True):
-        for key in sorted(set(g) | set(w)):
-            if not same(g.get(key, "<absent>"), w.get(key, "<absent>")):
-                where = {k: g.get(k) for k in ("run_id", "step", "layer") if k in g}
-                return f"{where} {key}: {g.get(key, '<absent>')!r} != {w.get(key, '<absent>')!r}"
-    return ""
+def test_same_allows_floats_within_rel_tol_only() -> None:
+    assert same(100.0, 100.0009) and not same(100.0, 100.0011)  # REL_TOL = 1e-5
+    assert same([float("nan"), 1.0], [float("nan"), 1.0]) and not same(float("nan"), 1.0)
+    assert not same([1.0], [1.0, 2.0]) and not same("3,2,1", "3,1,2") and not same(1, 2)
+    assert first_difference([{"step": 10, "rho": 0.5}], [{"step": 10, "rho": 0.6}]) == \
+        "{'step': 10} rho: 0.5 != 0.6"
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))

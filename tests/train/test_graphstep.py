@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -163,9 +164,21 @@ class _EagerStandIn:
         self.resets += 1
 
 
-# Six members: two end at step 120 (four still run: kept), two at 140 (two run: compacted), the
-# rest at the budget (compacted again).
+# Six members, in float64 (float64_weights): two end at step 110 (four still run: kept), one at
+# 120 (three run: compacted), one at 130 (two of three run: kept), two at 140 (compacted again).
 LAZY = {"train.seeds": [0, 1, 2, 3, 4, 5], "train.max_steps": 160}
+
+
+@pytest.fixture
+def float64_weights():
+    """Models built in float64 for the lazy-compaction tests. An ensemble of another size can
+    round differently in float32 (a CPU model with other AVX-512 kernels than this test's
+    machine), and these lr-1e-2 runs amplify a last-digit difference past any tolerance within
+    a hundred steps, grok steps included; float64 keeps such differences ~1e-12 apart."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(before)
 
 
 def _lazy(cfg) -> Trainer:
@@ -183,6 +196,7 @@ def _rows(sink: ListSink) -> tuple[list[dict], list[dict], list[dict]]:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("float64_weights")
 def test_lazy_compaction_gives_the_rows_of_immediate_compaction():
     cfg = _cfg(LAZY)
     eager_sink, lazy_sink = ListSink(), ListSink()
@@ -192,43 +206,60 @@ def test_lazy_compaction_gives_the_rows_of_immediate_compaction():
     lazy.run(lazy_sink, lambda r: seen_ended.append(len(r._trainer.ended)))
     _assert_same(lazy_sink, eager_sink)
     # The run really kept ended members in the ensemble (seen at the next evaluation), then
-    # compacted: once at 140 with two of six running, once more when the last ones ended.
-    assert [r["steps_run"] for r in eager_sink.runs].count(120) == 2
+    # compacted: at 120 with three of six running, at 140 when the last ones ended.
+    assert sorted(r["steps_run"] for r in eager_sink.runs) == [110, 110, 120, 130, 140, 140]
     assert max(seen_ended) == 2
     assert lazy.graphed.resets == 2  # type: ignore[union-attr]
 
 
+SAVE_AT: dict[str, Callable[[EvalReport], bool]] = {
+    # Step 110: two runs end there (their rows go out with the checkpoint); the resumed run
+    # keeps them in the ensemble as ended members.
+    "where the first runs end": lambda report: bool(report.finished),
+    # Step 120: ended members fill slots (saved in the checkpoint), and one more run ends.
+    "with ended members in the ensemble": lambda report: bool(report._trainer.ended),
+}
+
+
 @pytest.mark.slow
-def test_resume_with_ended_members_in_the_ensemble_is_bit_identical(tmp_path):
+@pytest.mark.usefixtures("float64_weights")
+@pytest.mark.parametrize("when", list(SAVE_AT))
+def test_resume_with_ended_members_in_the_ensemble_gives_the_rows_of_one_run(tmp_path, when):
     cfg = _cfg(LAZY)
     whole = ListSink()
-    _lazy(cfg).run(whole, None)
+    states: dict[int, tuple[list[int], list[int]]] = {}  # seen at step s: the state after s-10
 
+    def record(report: EvalReport) -> None:
+        states[report.step] = (list(report._trainer.active), sorted(report._trainer.ended))
+
+    _lazy(cfg).run(whole, record)
     first = ListSink()
     saved: list[int] = []
 
-    def save_once_members_ended(report: EvalReport) -> None:
-        if report._trainer.ended and not saved:
+    def save_once(report: EvalReport) -> None:
+        if SAVE_AT[when](report) and not saved:
+            # As the product's hooks do (train's Checkpoints, Tune's report): the run rows of
+            # this evaluation go out with the checkpoint; the trainer writes them after on_eval.
+            first.runs += report.finished
             report.save_checkpoint(tmp_path)
             saved.append(report.step)
             raise _Stop
 
     with pytest.raises(_Stop):
-        _lazy(cfg).run(first, save_once_members_ended)
+        _lazy(cfg).run(first, save_once)
+    (step,) = saved
     rest = ListSink()
     resumed = _lazy(cfg)
     resumed.load_checkpoint(tmp_path)
-    assert resumed.ended  # the ended members came back as such
+    # The ensemble the uninterrupted run went on with after `step`: ended members included.
+    assert (resumed.active, sorted(resumed.ended)) == states[step + 10]
+    assert resumed.ended or when != "where the first runs end"
     resumed.run(rest, None)
-    (step,) = saved
-    head = ListSink()
-    head.metrics = [m for m in first.metrics if m["step"] <= step]
-    head.geometry = [g for g in first.geometry if g["step"] <= step]
-    head.runs = [r for r in first.runs]
     joined = ListSink()
-    joined.metrics, joined.geometry = head.metrics + rest.metrics, head.geometry + rest.geometry
-    joined.runs = head.runs + [r for r in rest.runs if r["run_id"] not in
-                               {h["run_id"] for h in head.runs}]
+    joined.metrics = [m for m in first.metrics if m["step"] <= step] + rest.metrics
+    joined.geometry = [g for g in first.geometry if g["step"] <= step] + rest.geometry
+    ended_first = {r["run_id"] for r in first.runs}
+    joined.runs = first.runs + [r for r in rest.runs if r["run_id"] not in ended_first]
     _assert_same(joined, whole)
 
 
