@@ -1,8 +1,8 @@
 """The training step as a captured CUDA graph (train.cuda_graph) and the lazy compaction it uses.
 
 On a CPU: which step kinds are refused and why, the config and machine checks, and that lazy
-compaction (ended members kept in the ensemble until at most half still run) gives exactly the
-rows of immediate compaction, resume included. On CUDA (skipped elsewhere): graph runs give the
+compaction (ended members kept in the ensemble until at most half still run) gives the rows of
+immediate compaction (in float64, within CPU_TOL), resume included. On CUDA (skipped elsewhere): graph runs give the
 rows of eager runs of the same config, every captured feature included."""
 
 from __future__ import annotations
