@@ -101,9 +101,12 @@ SUB = "repro2_subsample_cpu"
 SUBSAMPLE_PAPER = "the same speed-up from 5-25% of the data, 2.4-2.7x less runtime"
 CONTROL = "not claimed (our control; the paper has none)"
 # The evidence for `planned`: the claim's first commit against its summary's commit.
-P1_WHEN = "claim 5acea69, summary f48efc9"
-P2_WHEN = "claim 5acea69, summary b6f9281"
-CONTROL_WHEN = "claim ee6141d, summary b6f9281"
+P1_WHEN = ("claim 5acea69; its groups in this sweep named in ee6141d, after the summary "
+           "f48efc9")
+P2_WHEN = ("claim 5acea69 at 0.95; ee6141d (after the first arms ended) set 0.99, the summary "
+           "b6f9281 restored 0.95")
+CONTROL_WHEN = ("the arms and their question in the grid 8234daf before its runs; the claim "
+                "ee6141d (after the first arms ended), summary b6f9281")
 DSTAR = "repro3_dstar_cpu"
 DSTAR_WHEN = "claim 225c0da, summary dc82cc6"
 START = "repro3_start_cpu"
@@ -399,16 +402,26 @@ def _ratio(row: Row) -> str:
     return f"{row.estimate:.2f}x [{row.lo:.2f}, {row.hi:.2f}]"
 
 
-def size_cell(row: Row) -> str:
-    """The size column: `verdicts.size` and what it compared."""
+DIRECTION_SHOWN = (verdicts.REPRODUCED, verdicts.DIRECTION_REPRODUCED, verdicts.SIZE_NOT)
+"""Verdicts of a met directional rule: only then does the size column judge the size."""
+
+
+def size_cell(row: Row, verdict: str) -> str:
+    """The size column: `verdicts.size` and what it compared; where the direction is not
+    shown (`verdict`), the CI still says whether the paper's factor is excluded, but a "yes"
+    there is no agreement with the paper, and the cell says so."""
     fits = verdicts.size(row)
     if fits == verdicts.SIZE_NONE:
         return "- (no factor in the paper)"
     factor = f"the paper's {row.factor:g}x"
     if row.baseline_censored != row.group_censored:
         sign = ">" if row.baseline_censored else "<"
-        return f"{fits} ({factor}; ours a bound, {sign} {row.bound:.2f}x)"
-    return f"{fits} ({factor}; CI [{row.lo:.2f}, {row.hi:.2f}])"
+        cell = f"{fits} ({factor}; ours a bound, {sign} {row.bound:.2f}x)"
+    else:
+        cell = f"{fits} ({factor}; CI [{row.lo:.2f}, {row.hi:.2f}])"
+    if fits == verdicts.SIZE_YES and verdict not in DIRECTION_SHOWN:
+        cell += ", but the direction is not shown: the size is not judged"
+    return cell
 
 
 def planned_cell(claim: Claim) -> str:
@@ -443,7 +456,8 @@ def claims_table(claims: Sequence[Claim], summaries: Path) -> str:
         ours += f"; code {c.code}" if c.code else ""
         name = f"{c.claim.text} (`{Path(c.claim.sweep).name}`)"
         verdict = f"**{v.verdict}** ({v.reason})"
-        cells = (name, c.claim.paper, ours, size_cell(row), planned_cell(c.claim), verdict)
+        cells = (name, c.claim.paper, ours, size_cell(row, v.verdict), planned_cell(c.claim),
+                 verdict)
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

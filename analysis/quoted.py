@@ -1,5 +1,6 @@
 """The run-derived numbers quoted in prose (README.md, analysis/REPRODUCTION.md,
-analysis/accelerators/README.md), each computed from the committed summary it comes from.
+analysis/accelerators/README.md), each computed from the committed summary it comes from (the
+GeomDR step costs: from docs/speed.md's table, where they were measured).
 
     python -m analysis.quoted      # prints every quote that is missing or stale
 
@@ -13,6 +14,7 @@ collapsed (prose wraps). The per-sweep tables of REPRODUCTION.md are rows of tha
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections.abc import Callable
@@ -166,6 +168,53 @@ def _grokfast_arms() -> str:
     )
 
 
+def _fourier_range(sweep: str) -> str:
+    """'0.67-0.96': the lowest and highest run's last Fourier concentration above chance."""
+    runs = pd.read_csv(SUMMARIES / sweep / "runs.csv")
+    col = runs["fourier_unembed_above_chance_last"]
+    return f"{col.min():.2f}-{col.max():.2f}"
+
+
+def _optuna() -> str:
+    """The Optuna search's compute saved by the exact time cap, and its fANOVA importances."""
+    summary = json.loads((SUMMARIES / "repro_optuna_cpu" / "search_summary.json").read_text())
+    c, imp = summary["compute"], summary["importances"]
+    return (f"The exact time cap stopped {c['capped_runs']} of {c['runs']} runs once they could "
+            f"no longer win and ran {steps(c['steps_run'])} steps instead of "
+            f"{steps(c['steps_without_cap'])} ({c['saved_fraction']:.1%} saved); the fANOVA "
+            f"importances are d* {imp['geomdr.target_dim']:.2f}, T_ramp "
+            f"{imp['geomdr.ramp_steps']:.2f}, t_s {imp['geomdr.start_step']:.2f}, lambda_max "
+            f"{imp['geomdr.lambda_max']:.2f}")
+
+
+def _step_cost(variant: str) -> tuple[str, float]:
+    """docs/speed.md's GeomDR step-cost row `variant`: (its range of six runs, its median)."""
+    text = (ROOT / "docs" / "speed.md").read_text()
+    found = re.search(rf"^\| {re.escape(variant)} \| ([\d.]+-[\d.]+)x \| \**([\d.]+)x", text,
+                      re.MULTILINE)
+    if found is None:
+        raise ValueError(f"docs/speed.md: no step-cost row {variant!r}")
+    return found.group(1), float(found.group(2))
+
+
+def _subsample_cost() -> str:
+    """REPRODUCTION.md's GeomDR step costs, as docs/speed.md measured them."""
+    (part_range, part), (whole_range, whole) = (
+        _step_cost(f"GeomDR subsample {s}, eigh") for s in ("0.1", "1.0"))
+    return (f"costs {part:.2f}x a plain step (median of six runs, {part_range}x) against "
+            f"{whole:.2f}x ({whole_range}x) for the whole batch (`benchmarks/bench_geomdr`, on "
+            f"paper 2's MLP at Z_97; docs/speed.md), i.e. {whole / part:.1f}x less per step")
+
+
+def _success_99() -> str:
+    """Paper 2's twin at 0.99: how many runs of the GeomDR arm and the baseline grokked."""
+    runs = pd.read_csv(SUMMARIES / P2 / "runs.csv")
+    tail = runs[runs["geomdr.penalty"] == "tail"]
+    arm, base = (tail[tail["geomdr.enabled"] == on]["grok_step_99"] for on in (True, False))
+    return (f'"100% success with GeomDR" would read {arm.notna().sum()}/{arm.size} against the '
+            f"baseline's {base.notna().sum()}/{base.size}")
+
+
 QUOTES: tuple[Quote, ...] = (
     # Paper 1 at paper size.
     Quote(REPRODUCTION, lambda: f"All {len(pd.read_csv(SUMMARIES / 'paper1_sphere' / 'runs.csv'))}"
@@ -176,8 +225,11 @@ QUOTES: tuple[Quote, ...] = (
     Quote(REPRODUCTION, lambda: "ratio of KM medians "
           f"{ratio(line('paper1_sphere', 'wd=0'), '')} (exact p = "
           f"{p2(line('paper1_sphere', 'wd=0')['p'])})"),
+    Quote(REPRODUCTION, lambda: f"step (above chance {_fourier_range('paper1_sphere')} of the way"),
     # The paper-1 twin.
     Quote(REPRODUCTION, lambda: _grokked("repro2_paper1_cpu")),
+    Quote(REPRODUCTION, lambda: "concentrated on a few frequencies, "
+          f"{_fourier_range('repro2_paper1_cpu')} of the way"),
     # Paper 2's MLP twin.
     Quote(REPRODUCTION, lambda: f"**GeomDR (tail)** {ratio(line(P2, P2_GEOMDR))} sooner than the "
           f"baseline, whose {steps(line(P2, P2_BASE)['km_median'])}-step median"),
@@ -194,6 +246,7 @@ QUOTES: tuple[Quote, ...] = (
     Quote(REPRODUCTION, lambda: "The gap is not narrower with GeomDR ("
           f"{steps(line(P2, P2_GEOMDR)['collapse_to_grok_median'])} against "
           f"{steps(line(P2, P2_BASE)['collapse_to_grok_median'])} steps"),
+    Quote(REPRODUCTION, _success_99),
     Quote(REPRODUCTION, lambda: "the twin's baseline groks at a KM median of "
           f"{steps(line(P2, P2_BASE)['km_median'])} steps"),
     *(Quote(REPRODUCTION, partial(_seed_row, *row)) for row in SEED_ROWS),
@@ -213,6 +266,9 @@ QUOTES: tuple[Quote, ...] = (
           f"{steps(line(SUB, 'subsample=0.25')['grok_mean'])}, "
           f"{steps(line(SUB, 'subsample=0.1')['grok_mean'])}. The ratios "
           f"{ratio(line(SUB, 'subsample=0.25'))} and {ratio(line(SUB, 'subsample=0.1'))}"),
+    Quote(REPRODUCTION, _subsample_cost),
+    # The Optuna search.
+    Quote(REPRODUCTION, _optuna),
     Quote(REPRODUCTION, lambda: f"KM medians {steps(_acc('baseline')['km_median'])} (baseline) "
           f"and {steps(_acc('geomdr')['km_median'])} (GeomDR), {ratio(_acc('geomdr'))}, p = "
           f"{p2(_acc('geomdr')['p'])}, {_acc('geomdr')['n_grokked']} of 8 grokked in each arm"),

@@ -240,7 +240,7 @@ def test_every_quoted_figure_matches_its_summary() -> None:
 
 
 def test_a_stale_figure_or_row_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for doc in (quoted.REPRODUCTION, quoted.ACCELERATORS, "README.md"):
+    for doc in (quoted.REPRODUCTION, quoted.ACCELERATORS, "README.md", "docs/speed.md"):
         (tmp_path / doc).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / doc).write_text((quoted.ROOT / doc).read_text())
     report = tmp_path / quoted.REPRODUCTION
@@ -263,3 +263,18 @@ def test_docs_reproduction_refers_to_the_report_instead_of_copying_figures() -> 
     text = (quoted.ROOT / "docs" / "reproduction.md").read_text()
     assert "analysis/REPRODUCTION.md" in text
     assert re.findall(r"\d\.\d+x|\d,\d{3} steps|p = 0\.\d", text) == []
+
+
+def test_a_factor_inside_the_ci_of_an_unshown_direction_is_not_called_agreement() -> None:
+    # The Transformer's GeomDR row: 0.95x [0.65, 2.19] against the paper's 2x.
+    row = verdicts.Row("faster", estimate=0.95, lo=0.65, hi=2.19, factor=2.0, n_group=8,
+                       n_baseline=8, p=0.98, p_holm=1.0)
+    v = verdicts.verdict(row)
+    assert v.verdict == verdicts.NOT_IN_DIRECTION
+    cell = claims.size_cell(row, v.verdict)
+    assert cell.startswith("yes (the paper's 2x; CI [0.65, 2.19])")
+    assert cell.endswith("the direction is not shown: the size is not judged")
+    shown = verdicts.Row("faster", estimate=1.9, lo=1.5, hi=2.4, factor=2.0, n_group=8,
+                         n_baseline=8, p=0.001, p_holm=0.001)
+    assert verdicts.verdict(shown).verdict == verdicts.REPRODUCED
+    assert claims.size_cell(shown, verdicts.REPRODUCED) == "yes (the paper's 2x; CI [1.50, 2.40])"

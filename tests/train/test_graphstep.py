@@ -2,8 +2,9 @@
 
 On a CPU: which step kinds are refused and why, the config and machine checks, and that lazy
 compaction (ended members kept in the ensemble until at most half still run) gives the rows of
-immediate compaction (in float64, within CPU_TOL), resume included. On CUDA (skipped elsewhere): graph runs give the
-rows of eager runs of the same config, every captured feature included."""
+immediate compaction (in float64, within CPU_TOL), resume included. On CUDA (skipped
+elsewhere): graph runs give the rows of eager runs of the same config, every captured feature
+included."""
 
 from __future__ import annotations
 
