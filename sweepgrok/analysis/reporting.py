@@ -65,12 +65,18 @@ def build_report(
     paired: bool = False,
     skip_damaged: bool = False,
     html: bool = False,
+    *,
+    censor_interrupted: bool = False,
 ) -> Path:
     """Write the report folder of sweep folders; returns report.md (AnalysisError on bad input,
-    sweepgrok.store.parts.DamagedPart on a damaged part file unless `skip_damaged`)."""
-    metrics, summary, pending = stats.load_recorded_runs(sweep_dirs, skip_damaged=skip_damaged)
+    sweepgrok.store.parts.DamagedPart on a damaged part file unless `skip_damaged`;
+    `censor_interrupted`: see stats.recorded_runs)."""
+    metrics, summary, pending = stats.load_recorded_runs(
+        sweep_dirs, skip_damaged=skip_damaged, censor_interrupted=censor_interrupted
+    )
     sources = [Path(d).resolve().name for d in sweep_dirs]  # names, never machine paths
     command = report_command(sources, out, by, baseline, threshold, paired, skip_damaged, html)
+    command += " --censor-interrupted" * censor_interrupted
     return write_report(
         summary, out, by, baseline, threshold, paired, metrics=metrics, sources=sources,
         pending=pending, html=html, command=command,
@@ -180,6 +186,9 @@ def _notes(
             f"{pending} run(s) that have not ended (no runs/ row yet, or interrupted) are "
             "left out."
         )
+    interrupted = stats.interrupted_count(summary)
+    if interrupted:
+        notes.append(stats.interrupted_note(interrupted) + ".")
     notes.append(f"Grouped by: {', '.join(f'`{k}`' for k in keys) or 'nothing (one group)'}.")
     skipped = [t for t in THRESHOLDS if t not in thresholds]
     if skipped:

@@ -177,24 +177,44 @@ def run_summary(
     return ev.reset_index()
 
 
-def recorded_runs(summary: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+def recorded_runs(
+    summary: pd.DataFrame, *, censor_interrupted: bool = False
+) -> tuple[pd.DataFrame, int]:
     """(runs that have a final runs/ row, how many were left out).
 
     A run with metrics but no run row is still running (or lost its driver): its config is
     unknown, so it cannot join a group. An interrupted run (its row says ``interrupted``) has
     not ended either: ``--resume`` finishes it; censoring it where the signal came would count
-    it as not grokked in the success rate. Both are left out. When no run has a row yet, every
-    run is kept.
+    it as not grokked in the success rate. Both are left out, unless `censor_interrupted`:
+    then an interrupted run is kept, its grok step where it grokked before the signal, else
+    censored at its last evaluated step (its row's ``steps_run``). That is administrative
+    censoring (the sweep was stopped, not the run for its outcome), which Kaplan-Meier medians
+    and the log-rank test allow; the success rate still counts such a run as not grokked.
+    When no run has a row yet, every run is kept.
     """
     from sweepgrok.store.sink import INTERRUPTED
 
     if "in_runs" not in summary or not summary["in_runs"].any():
         return summary, 0
     final = summary["in_runs"]
-    if "status" in summary:
+    if "status" in summary and not censor_interrupted:
         final = final & (summary["status"] != INTERRUPTED)
     kept = summary[final]
     return kept, len(summary) - len(kept)
+
+
+def interrupted_count(summary: pd.DataFrame) -> int:
+    """How many runs of `summary` a signal interrupted (kept by censor_interrupted)."""
+    from sweepgrok.store.sink import INTERRUPTED
+
+    return int((summary["status"] == INTERRUPTED).sum()) if "status" in summary else 0
+
+
+def interrupted_note(count: int) -> str:
+    """What a table or report says of the interrupted runs it keeps."""
+    return (f"{count} interrupted run(s) kept (--censor-interrupted): each groks where it did "
+            "before the signal, else is censored at its last evaluated step; the success rate "
+            "counts it as not grokked")
 
 
 def default_threshold(summary: pd.DataFrame) -> float:
@@ -208,12 +228,16 @@ def default_threshold(summary: pd.DataFrame) -> float:
 
 
 def load_recorded_runs(
-    sweep_dirs: str | Path | Iterable[str | Path], *, skip_damaged: bool = False
+    sweep_dirs: str | Path | Iterable[str | Path],
+    *,
+    skip_damaged: bool = False,
+    censor_interrupted: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     """(metrics, run summary of the runs with a runs/ row, how many runs have none yet): what
     `sweepgrok analyze` and the report read (see read_sweeps and recorded_runs)."""
     metrics, runs = read_sweeps(sweep_dirs, skip_damaged=skip_damaged)
-    summary, pending = recorded_runs(run_summary(metrics, runs))
+    summary, pending = recorded_runs(run_summary(metrics, runs),
+                                     censor_interrupted=censor_interrupted)
     return metrics, summary, pending
 
 

@@ -15,6 +15,7 @@ from sweepgrok.analysis.tables import Format, render
 from sweepgrok.cli.common import (
     Baseline,
     By,
+    CensorInterrupted,
     Paired,
     SkipDamaged,
     SweepDirs,
@@ -62,6 +63,7 @@ def analyze(
     n_boot: Annotated[int, typer.Option(min=100, max=MAX_BOOT, help="Bootstrap resamples.")] = 2000,
     seed: Annotated[int, typer.Option(min=0, help="Bootstrap seed.")] = 0,
     skip_damaged: SkipDamaged = False,
+    censor_interrupted: CensorInterrupted = False,
 ) -> None:
     """Grokking statistics per group: success rate, grok step, delay, Kaplan-Meier median,
     speed-up vs a baseline. Reads Parquet only (no Ray, no torch)."""
@@ -76,7 +78,7 @@ def analyze(
     if plots is None and per_run:
         raise fail("applies to the figures of --plots DIR: give --plots too", "--per-run")
     with analysis_errors():
-        metrics, summary, keys = _load(sweep_dirs, by, skip_damaged)
+        metrics, summary, keys = _load(sweep_dirs, by, skip_damaged, censor_interrupted)
         theta = float(threshold.value) if threshold else stats.default_threshold(summary)
         table = comparisons.analysis_table(
             summary, keys, baseline, paired=paired, threshold=theta, n_boot=n_boot, seed=seed
@@ -94,18 +96,23 @@ def analyze(
 
 
 def _load(
-    sweep_dirs: list[Path], by: str | None, skip_damaged: bool
+    sweep_dirs: list[Path], by: str | None, skip_damaged: bool, censor_interrupted: bool
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """(metrics, run summary of the runs with a run row, grouping keys)."""
     from sweepgrok.analysis import stats
 
-    metrics, summary, pending = stats.load_recorded_runs(sweep_dirs, skip_damaged=skip_damaged)
+    metrics, summary, pending = stats.load_recorded_runs(
+        sweep_dirs, skip_damaged=skip_damaged, censor_interrupted=censor_interrupted
+    )
     if pending:
         typer.echo(
             f"note: {pending} run(s) have not ended (no runs/ row yet, or interrupted: "
-            "--resume finishes them): left out",
+            "--resume finishes them, --censor-interrupted keeps them): left out",
             err=True,
         )
+    kept = stats.interrupted_count(summary)
+    if kept:
+        typer.echo(f"note: {stats.interrupted_note(kept)}", err=True)
     return metrics, summary, stats.resolve_by(summary, split_keys(by))
 
 

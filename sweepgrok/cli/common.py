@@ -272,6 +272,16 @@ SkipDamaged = Annotated[
         "runs in them are missing from every statistic.",
     ),
 ]
+CensorInterrupted = Annotated[
+    bool,
+    typer.Option(
+        "--censor-interrupted",
+        help="Keep the runs a signal interrupted (left out by default, until --resume finishes "
+        "them): each groks where it did before the signal, else is censored at its last "
+        "evaluated step. The signal stopped the sweep, not the run for its outcome, so survival "
+        "statistics allow it; the success rate counts such a run as not grokked.",
+    ),
+]
 ThresholdOption = Annotated[
     Threshold | None,
     typer.Option(

@@ -15,6 +15,7 @@ import typer
 from sweepgrok.cli.common import (
     Baseline,
     By,
+    CensorInterrupted,
     Paired,
     SkipDamaged,
     SweepDirs,
@@ -38,6 +39,7 @@ def report(
     paired: Paired = False,
     threshold: ThresholdOption = None,
     skip_damaged: SkipDamaged = False,
+    censor_interrupted: CensorInterrupted = False,
     html: Annotated[
         bool,
         typer.Option(
@@ -60,7 +62,8 @@ def report(
     try:
         with analysis_errors():
             path = build_report(
-                sweep_dirs, out, split_keys(by), baseline, theta, paired, skip_damaged, html
+                sweep_dirs, out, split_keys(by), baseline, theta, paired, skip_damaged, html,
+                censor_interrupted=censor_interrupted,
             )
     except OSError as err:  # the reading side raises DamagedPart: this is the report's folder
         raise fail(f"{out}: cannot write the report: {os_reason(err)}", "--out") from None

@@ -8,7 +8,9 @@ Exactly-once argument (readers keep the last row per key, see sweepgrok.store.si
   same (run_id, step) keys, deduplicated by the readers (run ids come from the trial id);
 - a run row is written when its run ends; a failed trial gets a `failed` row; a later success
   (retry, or --resume of errored trials) writes a newer row that supersedes it; a run whose
-  row said it ended (not failed) when this driver session began keeps that row (ended_before).
+  row said it ended (not failed) when this driver session began keeps that row (ended_before);
+- a trial a signal stopped gets an `interrupted` row for each run that had not ended (as
+  `sweepgrok train` writes them): not an end; --resume supersedes it with the run's own end.
 Trackers (sweepgrok.trackers) are mirrored from this same sink, after the Parquet: a replayed
 step is not sent to a tracker again (TrackedSink remembers the last step each one holds).
 """
@@ -27,7 +29,13 @@ from ray import tune
 from sweepgrok.config.trial import flatten, from_flat
 from sweepgrok.core import interrupt
 from sweepgrok.store.heartbeat import Heartbeat
-from sweepgrok.store.sink import ENDED_STATUSES, ParquetSink, PartWriteError, read_runs
+from sweepgrok.store.sink import (
+    ENDED_STATUSES,
+    INTERRUPTED,
+    ParquetSink,
+    PartWriteError,
+    read_runs,
+)
 from sweepgrok.trackers import TrackerSpec
 from sweepgrok.trackers.base import TrackedSink, tracked
 from sweepgrok.tune.progress import LiveView
@@ -66,6 +74,7 @@ class ParquetCallback(tune.Callback):
         self._trial_dirs: dict[str, Path] = {}  # trial_id -> its folder in storage
         self._ended_runs: dict[str, list[dict[str, Any]]] = {}  # trial_id -> its ended runs
         self._ended_before: set[str] | None = None  # runs ended in earlier driver sessions
+        self._last_step: dict[str, int] = {}  # run id -> its last step written this session
         self.pruner = CheckpointPruner(Path(self.sweep_dir) / TUNE_DIR)
         self.grokked = 0
         self.heartbeat = heartbeat
@@ -157,7 +166,12 @@ class ParquetCallback(tune.Callback):
 
     def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
         self.ended = dict(Counter(self._status(t) for t in trials))
-        self.close(trials)
+        try:
+            for trial in trials:
+                if self._status(trial) == "INTERRUPTED":
+                    self.write_interrupted(trial.trial_id, trial.config)
+        finally:
+            self.close(trials)
 
     def _status(self, trial: Any) -> str:
         """Tune's status of the trial, INTERRUPTED for one stopped before it ended."""
@@ -189,8 +203,12 @@ class ParquetCallback(tune.Callback):
 
     def write_rows(self, trial_id: str, rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
         """One evaluation's rows: metrics, geometry, then run rows of runs that ended."""
-        self.sink.write_metrics(rows.get("metrics", []))
+        metrics = rows.get("metrics", [])
+        self.sink.write_metrics(metrics)
         self.sink.write_geometry(rows.get("geometry", []))
+        for row in metrics:
+            rid, step = str(row["run_id"]), int(row["step"])
+            self._last_step[rid] = max(step, self._last_step.get(rid, step))
         for run in rows.get("finished", []):
             if str(run["run_id"]) not in self.ended_before():
                 self.sink.write_run(run)  # flushes the metrics first
@@ -207,12 +225,24 @@ class ParquetCallback(tune.Callback):
         self.sink.flush()
         written = []
         ended = self._finished.get(trial_id, set()) | self.ended_before()
-        for row in failed_rows(self.sweep, trial_id, config, error):
+        for row in trial_rows(self.sweep, trial_id, config, "failed", error=error):
             if row["run_id"] in ended:
                 continue
             self.sink.write_run(row)
             written.append(_ended(row))
         return written
+
+    def write_interrupted(self, trial_id: str, config: Mapping[str, Any]) -> None:
+        """An `interrupted` run row for each run of a trial a signal stopped that had not
+        ended: its config, and steps_run the last step this session wrote of it (`analyze
+        --censor-interrupted` censors it there). A run this session wrote no step of (its trial
+        stopped before its first result) gets none: its rows, if any, are older."""
+        self.sink.flush()
+        ended = self._finished.get(trial_id, set()) | self.ended_before()
+        for row in trial_rows(self.sweep, trial_id, config, INTERRUPTED):
+            step = self._last_step.get(row["run_id"])
+            if row["run_id"] not in ended and step is not None:
+                self.sink.write_run({**row, "steps_run": step})
 
     def ended_before(self) -> set[str]:
         """The runs whose row said they ended (not failed) when this driver session began.
@@ -298,11 +328,14 @@ def error_text(trial: Any) -> str:
     return text[-ERROR_CHARS:]
 
 
-def failed_rows(
-    sweep: str, trial_id: str, config: Mapping[str, Any], error: str
+def trial_rows(
+    sweep: str, trial_id: str, config: Mapping[str, Any], status: str, **fields: Any
 ) -> list[dict[str, Any]]:
-    """Run rows (status failed) for every run of a trial, config columns filled in."""
+    """Run rows with `status` (failed, interrupted: censored, no events) for every run of a
+    trial, config columns filled in, the driver's code version (a run row the trial itself
+    writes carries its worker's), `fields` added."""
     from sweepgrok.config.tasks import split_seed_for
+    from sweepgrok.store.provenance import git_commit, package_version
 
     cfg = from_flat(config["cfg"])
     rows = []
@@ -315,9 +348,11 @@ def failed_rows(
                 "run_id": run_id,
                 "sweep": sweep,
                 "trial_id": trial_id,
-                "status": "failed",
+                "status": status,
                 "censored": True,
-                "error": error,
+                "sweepgrok_version": package_version("sweepgrok"),
+                "git_commit": git_commit(),
+                **fields,
             }
         )
     return rows

@@ -296,3 +296,24 @@ def test_default_threshold_follows_the_runs() -> None:
     assert stats.default_threshold(same) == 0.95
     assert stats.default_threshold(mixed) == 0.99
     assert stats.default_threshold(pd.DataFrame({"x": [1]})) == 0.99
+
+
+def test_interrupted_runs_are_left_out_unless_censored_where_the_signal_came(
+    tmp_path: Path,
+) -> None:
+    sink = ParquetSink(tmp_path)
+    cfg = {"model.norm": "none"}
+    write_run(sink, "ended", step_curve(200, 4), config=cfg, status="grokked", steps_run=300)
+    # Interrupted at step 500: one had grokked at 300 (and went on), one never did.
+    write_run(sink, "grokked_before", step_curve(300, 6), config=cfg, status="interrupted",
+              steps_run=500)
+    write_run(sink, "not_yet", step_curve(None, 6), config=cfg, status="interrupted",
+              steps_run=500)
+    sink.flush()
+    _, summary, pending = stats.load_recorded_runs(tmp_path)
+    assert summary["run_id"].tolist() == ["ended"] and pending == 2
+    _, summary, pending = stats.load_recorded_runs(tmp_path, censor_interrupted=True)
+    assert pending == 0 and stats.interrupted_count(summary) == 2
+    rows = summary.set_index("run_id").loc[["ended", "grokked_before", "not_yet"]]
+    times, censored = stats.times_and_censoring(rows, 0.95)
+    assert times.tolist() == [200, 300, 500] and censored.tolist() == [False, False, True]

@@ -295,3 +295,25 @@ def test_the_table_fits_the_terminal(tmp_path: Path, width: int) -> None:
     assert "name=" not in text and "enabled=" not in text
     wide = render(table, keys, Format.table, 0.99, width=1000)
     assert "│" in wide and "task" in wide.splitlines()[1]  # one table when it fits
+
+
+def test_censor_interrupted_keeps_an_interrupted_run_and_says_so(
+    sweep: Path, tmp_path: Path
+) -> None:
+    sink = ParquetSink(sweep)
+    row = {**flatten(update(Config(), {"model.norm": "sphere"})), "run_id": "stopped"}
+    sink.write_metrics([{"run_id": "stopped", "step": s, "train_acc": 1.0, "test_acc": 0.1}
+                        for s in (0, 100)])
+    sink.write_run({**row, "status": "interrupted", "steps_run": 100, "censored": True})
+    sink.flush()
+    args = ["analyze", str(sweep), "--format", "csv", "--censor-interrupted"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "1 interrupted run(s) kept (--censor-interrupted)" in result.stderr
+    table = pd.read_csv(io.StringIO(result.stdout)).set_index("model.norm")
+    assert table.loc["sphere", "n"] == 4 and table.loc["sphere", "n_grokked"] == 3
+    out = tmp_path / "report"
+    result = runner.invoke(app, ["report", str(sweep), "--out", str(out), "--censor-interrupted"])
+    assert result.exit_code == 0, result.output
+    assert "1 interrupted run(s) kept (--censor-interrupted)" in (out / "report.md").read_text()
+    assert "stopped" in pd.read_csv(out / "runs.csv")["run_id"].tolist()

@@ -211,7 +211,12 @@ def test_ctrl_c_on_launch_keeps_the_rows_says_how_to_continue_and_resume_finishe
     assert "Tuner.restore" not in said and "Stop signal received" not in said
     assert " runs" not in out.read_text()  # no closing table as if the sweep were complete
     (line,) = [x for x in err.read_text().splitlines() if x.startswith("interrupted (")]
-    done = len(read_runs(sweep))
+    runs = read_runs(sweep)
+    done = int((runs["status"] != "interrupted").sum())
+    # The stopped trial's run has an `interrupted` row at its last evaluated step.
+    (stopped,) = runs[runs["status"] == "interrupted"].itertuples()
+    steps = read_metrics(sweep).groupby("run_id")["step"].max()
+    assert stopped.steps_run == steps[stopped.run_id] and stopped.git_commit
     assert line.startswith(f"interrupted (Ctrl-C): {done} of 4 trials finished, 1 interrupted, "
                            f"{3 - done} not started; the rows measured so far are in {sweep}")
     assert line.endswith("continue with: sweepgrok launch g.yaml --storage st --resume")

@@ -39,3 +39,47 @@ def test_a_failed_run_is_superseded_by_its_later_end(tmp_path: Path) -> None:
     second.write_rows("t0", {"finished": [run_row("s-a-0", "completed")]})
     second.close()
     assert list(raw_rows(sweep, "runs")["status"]) == ["failed", "completed"]
+
+
+# ---- a trial a signal stopped: interrupted rows --------------------------------------------
+
+
+def metric_row(run_id: str, step: int, test_acc: float) -> dict:
+    return {"run_id": run_id, "step": step, "train_loss": 0.1, "train_acc": 1.0,
+            "test_loss": 1.0, "test_acc": test_acc}
+
+
+def test_a_stopped_trial_gets_an_interrupted_row_per_unended_run_that_resume_supersedes(
+    tmp_path: Path,
+) -> None:
+    from types import SimpleNamespace
+
+    from sweepgrok.store.provenance import git_commit
+    from sweepgrok.store.sink import read_runs
+
+    sweep = tmp_path / "s"
+    cfg = {**flatten(Config()), "train.seeds": [1, 2, 3], "train.grok_threshold": 0.95}
+    stopped = SimpleNamespace(trial_id="t0", status="RUNNING", config={"cfg": cfg})
+    quiet = SimpleNamespace(trial_id="t1", status="RUNNING", config={"cfg": cfg})
+    first = ParquetCallback(sweep, "s", total=2, live=False)
+    for trial in (stopped, quiet):
+        first.on_trial_start(0, [stopped, quiet], trial)
+    # s1 grokked and ended at 200; s2 passed 0.95 at 300 and went on; s3 did not reach it.
+    first.write_rows("t0", {"metrics": [metric_row(f"s-t0-s{s}", 100, 0.5) for s in (1, 2, 3)]})
+    first.write_rows("t0", {"metrics": [metric_row("s-t0-s1", 200, 0.99)],
+                            "finished": [{**run_row("s-t0-s1", "grokked"), "steps_run": 200}]})
+    first.write_rows("t0", {"metrics": [metric_row("s-t0-s2", 300, 0.96),
+                                        metric_row("s-t0-s3", 300, 0.6)]})
+    stopped.status = quiet.status = "TERMINATED"  # what Tune's cleanup does to stopped trials
+    first.on_experiment_end([stopped, quiet])
+    runs = read_runs(sweep).set_index("run_id")
+    # t1 wrote no step in this session: no row. The ended run keeps its own.
+    assert sorted(runs.index) == ["s-t0-s1", "s-t0-s2", "s-t0-s3"]
+    assert list(runs["status"]) == ["grokked", "interrupted", "interrupted"]
+    assert list(runs["steps_run"]) == [200, 300, 300]
+    assert runs.loc["s-t0-s2", "train.seed"] == 2 and runs.loc["s-t0-s3", "trial_id"] == "t0"
+    assert runs.loc["s-t0-s2", "git_commit"] == git_commit()
+    second = ParquetCallback(sweep, "s", total=2, live=False)  # the --resume session
+    second.write_rows("t0", {"finished": [{**run_row("s-t0-s2", "grokked"), "steps_run": 400}]})
+    second.close()
+    assert read_runs(sweep).set_index("run_id").loc["s-t0-s2", "status"] == "grokked"
