@@ -75,6 +75,7 @@ class ParquetCallback(tune.Callback):
         self._ended_runs: dict[str, list[dict[str, Any]]] = {}  # trial_id -> its ended runs
         self._ended_before: set[str] | None = None  # runs ended in earlier driver sessions
         self._last_step: dict[str, int] = {}  # run id -> its last step written this session
+        self._reported: set[str] = set()  # trials (row keys) that wrote a step this session
         self.pruner = CheckpointPruner(Path(self.sweep_dir) / TUNE_DIR)
         self.grokked = 0
         self.heartbeat = heartbeat
@@ -169,7 +170,7 @@ class ParquetCallback(tune.Callback):
         try:
             for trial in trials:
                 if self._status(trial) == "INTERRUPTED":
-                    self.write_interrupted(trial.trial_id, trial.config)
+                    self.write_interrupted(self.row_key(trial), trial.config)
         finally:
             self.close(trials)
 
@@ -209,6 +210,7 @@ class ParquetCallback(tune.Callback):
         for row in metrics:
             rid, step = str(row["run_id"]), int(row["step"])
             self._last_step[rid] = max(step, self._last_step.get(rid, step))
+            self._reported.add(trial_id)
         for run in rows.get("finished", []):
             if str(run["run_id"]) not in self.ended_before():
                 self.sink.write_run(run)  # flushes the metrics first
@@ -237,6 +239,8 @@ class ParquetCallback(tune.Callback):
         ended: its config, and steps_run the last step this session wrote of it (`analyze
         --censor-interrupted` censors it there). A run this session wrote no step of (its trial
         stopped before its first result) gets none: its rows, if any, are older."""
+        if trial_id not in self._reported:
+            return
         self.sink.flush()
         ended = self._finished.get(trial_id, set()) | self.ended_before()
         for row in trial_rows(self.sweep, trial_id, config, INTERRUPTED):
