@@ -154,8 +154,10 @@ ACC_ROWS = [
                           "stablemax_perp+wd0")]  # fmt: skip
 
 def _grokfast_arms() -> str:
-    """The Grokfast control's fit steps and best test accuracies, with and without the filter."""
+    """The Grokfast control's Transformer at weight decay 0.005: fit steps and best test
+    accuracies, with and without the filter."""
     runs = pd.read_csv(SUMMARIES / "repro3_grokfast_cpu" / "runs.csv")
+    runs = runs[(runs["model.arch"] == "transformer") & (runs["optim.weight_decay"] == 0.005)]
     ema, none = (runs[runs["grokfast.kind"] == kind] for kind in ("ema", "none"))
     peak = "peak_test_acc"
     return (
@@ -215,6 +217,24 @@ def _success_99() -> str:
             f"baseline's {base.notna().sum()}/{base.size}")
 
 
+SLOW = "repro3_slow_cpu"
+
+
+def _slow_arm(label: str) -> str:
+    """'15,850 (12,900-18,500)': a slow-regime arm's KM median and range at 0.95 (with its
+    grokked count where not all grokked)."""
+    g = line(SLOW, label)
+    count = "" if g["n_grokked"] == g["n"] else f"; {g['n_grokked']}/{g['n']}"
+    return f"{steps(g['km_median'])} ({steps(g['grok_min'])}-{steps(g['grok_max'])}{count})"
+
+
+def _slow_medians() -> str:
+    """The slow-regime arms' KM medians and ranges, as REPRODUCTION.md quotes them."""
+    base, early, late = (_slow_arm(f"GeomDR={on}, t_s={ts}")
+                         for on, ts in (("false", 500), ("true", 500), ("true", 2000)))
+    return f"the baseline KM median {base}, GeomDR from t_s 500 {early}, from t_s 2000 {late}"
+
+
 QUOTES: tuple[Quote, ...] = (
     # Paper 1 at paper size.
     Quote(REPRODUCTION, lambda: f"All {len(pd.read_csv(SUMMARIES / 'paper1_sphere' / 'runs.csv'))}"
@@ -250,6 +270,11 @@ QUOTES: tuple[Quote, ...] = (
     Quote(REPRODUCTION, lambda: "the twin's baseline groks at a KM median of "
           f"{steps(line(P2, P2_BASE)['km_median'])} steps"),
     *(Quote(REPRODUCTION, partial(_seed_row, *row)) for row in SEED_ROWS),
+    # Version 3's slow-baseline control.
+    Quote(REPRODUCTION, _slow_medians),
+    Quote(REPRODUCTION, lambda: f"t_s 2000 against the baseline, "
+          f"{ratio(line(SLOW, 'GeomDR=true, t_s=2000'))}, exact p = "
+          f"{p2(line(SLOW, 'GeomDR=true, t_s=2000')['p'])}"),
     # Version 3's Grokfast control.
     Quote(REPRODUCTION, _grokfast_arms),
     # Division, subsample, the Transformer.
