@@ -278,3 +278,11 @@ def test_a_factor_inside_the_ci_of_an_unshown_direction_is_not_called_agreement(
                          n_baseline=8, p=0.001, p_holm=0.001)
     assert verdicts.verdict(shown).verdict == verdicts.REPRODUCED
     assert claims.size_cell(shown, verdicts.REPRODUCED) == "yes (the paper's 2x; CI [1.50, 2.40])"
+
+
+def test_a_size_cell_without_an_estimate_says_so() -> None:
+    nan = math.nan
+    row = verdicts.Row("faster", estimate=nan, lo=nan, hi=nan, factor=43.84, n_group=8,
+                       n_baseline=8, p=1.0, p_holm=1.0)
+    assert claims.size_cell(row, verdicts.verdict(row).verdict) == (
+        "unknown (the paper's 43.84x; no estimate: both medians beyond the runs)")
