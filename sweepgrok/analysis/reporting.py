@@ -75,8 +75,8 @@ def build_report(
         sweep_dirs, skip_damaged=skip_damaged, censor_interrupted=censor_interrupted
     )
     sources = [Path(d).resolve().name for d in sweep_dirs]  # names, never machine paths
-    command = report_command(sources, out, by, baseline, threshold, paired, skip_damaged, html)
-    command += " --censor-interrupted" * censor_interrupted
+    command = report_command(sources, out, by, baseline, threshold, paired, skip_damaged, html,
+                             censor_interrupted)
     return write_report(
         summary, out, by, baseline, threshold, paired, metrics=metrics, sources=sources,
         pending=pending, html=html, command=command,
@@ -92,6 +92,7 @@ def report_command(
     paired: bool,
     skip_damaged: bool,
     html: bool,
+    censor_interrupted: bool,
 ) -> str:
     """The `sweepgrok report` command that makes this report, with folders by name (a report
     never shows a path of the machine it was made on)."""
@@ -100,6 +101,7 @@ def report_command(
     words += ["--baseline", baseline] if baseline else []
     words += ["--threshold", f"{threshold:g}"] if threshold is not None else []
     words += ["--paired"] * paired + ["--skip-damaged"] * skip_damaged + ["--html"] * html
+    words += ["--censor-interrupted"] * censor_interrupted
     return shlex.join(words)
 
 
