@@ -74,8 +74,8 @@ class ParquetCallback(tune.Callback):
         self._trial_dirs: dict[str, Path] = {}  # trial_id -> its folder in storage
         self._ended_runs: dict[str, list[dict[str, Any]]] = {}  # trial_id -> its ended runs
         self._ended_before: set[str] | None = None  # runs ended in earlier driver sessions
-        self._last_step: dict[str, int] = {}  # run id -> its last step written this session
-        self._reported: set[str] = set()  # trials (row keys) that wrote a step this session
+        # trial (row key) -> run id -> the run's last step written in this session
+        self._last_step: dict[str, dict[str, int]] = {}
         self.pruner = CheckpointPruner(Path(self.sweep_dir) / TUNE_DIR)
         self.grokked = 0
         self.heartbeat = heartbeat
@@ -207,10 +207,10 @@ class ParquetCallback(tune.Callback):
         metrics = rows.get("metrics", [])
         self.sink.write_metrics(metrics)
         self.sink.write_geometry(rows.get("geometry", []))
+        last = self._last_step.setdefault(trial_id, {}) if metrics else {}
         for row in metrics:
             rid, step = str(row["run_id"]), int(row["step"])
-            self._last_step[rid] = max(step, self._last_step.get(rid, step))
-            self._reported.add(trial_id)
+            last[rid] = max(step, last.get(rid, step))
         for run in rows.get("finished", []):
             if str(run["run_id"]) not in self.ended_before():
                 self.sink.write_run(run)  # flushes the metrics first
@@ -239,12 +239,13 @@ class ParquetCallback(tune.Callback):
         ended: its config, and steps_run the last step this session wrote of it (`analyze
         --censor-interrupted` censors it there). A run this session wrote no step of (its trial
         stopped before its first result) gets none: its rows, if any, are older."""
-        if trial_id not in self._reported:
+        last = self._last_step.get(trial_id)
+        if not last:
             return
         self.sink.flush()
         ended = self._finished.get(trial_id, set()) | self.ended_before()
         for row in trial_rows(self.sweep, trial_id, config, INTERRUPTED):
-            step = self._last_step.get(row["run_id"])
+            step = last.get(row["run_id"])
             if row["run_id"] not in ended and step is not None:
                 self.sink.write_run({**row, "steps_run": step})
 
