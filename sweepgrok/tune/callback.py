@@ -8,7 +8,8 @@ Exactly-once argument (readers keep the last row per key, see sweepgrok.store.si
   same (run_id, step) keys, deduplicated by the readers (run ids come from the trial id);
 - a run row is written when its run ends; a failed trial gets a `failed` row; a later success
   (retry, or --resume of errored trials) writes a newer row that supersedes it; a run whose
-  row said it ended (not failed) when this driver session began keeps that row (ended_before);
+  row said it ended (not failed) when this driver session began keeps that row (ended_before),
+  and so does one whose row this session wrote (a retried trial re-emits its end);
 - a trial a signal stopped gets an `interrupted` row for each run that had not ended (as
   `sweepgrok train` writes them): not an end; --resume supersedes it with the run's own end.
 Trackers (sweepgrok.trackers) are mirrored from this same sink, after the Parquet: a replayed
@@ -211,10 +212,16 @@ class ParquetCallback(tune.Callback):
         for row in metrics:
             rid, step = str(row["run_id"]), int(row["step"])
             last[rid] = max(step, last.get(rid, step))
+        finished = self._finished.setdefault(trial_id, set())
         for run in rows.get("finished", []):
-            if str(run["run_id"]) not in self.ended_before():
+            rid = str(run["run_id"])
+            if rid in finished:
+                # Its row is written: a trial Tune retried from a checkpoint (its worker died
+                # after this report, before the trial ended) reaches the same end again.
+                continue
+            if rid not in self.ended_before():
                 self.sink.write_run(run)  # flushes the metrics first
-            self._finished.setdefault(trial_id, set()).add(str(run["run_id"]))
+            finished.add(rid)
             self._ended_runs.setdefault(trial_id, []).append(_ended(run))
             if run.get("status") in ("grokked", "completed"):
                 self.grokked += 1

@@ -41,6 +41,19 @@ def test_a_failed_run_is_superseded_by_its_later_end(tmp_path: Path) -> None:
     assert list(raw_rows(sweep, "runs")["status"]) == ["failed", "completed"]
 
 
+def test_a_retried_trial_reaching_the_same_end_again_writes_one_row(tmp_path: Path) -> None:
+    # The worker died after the trial reported its run's end and before Tune saw the trial end:
+    # Tune retries it from its last checkpoint and the run ends again, in this same session.
+    sweep = tmp_path / "s"
+    callback = ParquetCallback(sweep, "s", total=1, live=False)
+    end = {"finished": [{**run_row("s-a-0", "grokked"), "grok_step": 300}]}
+    callback.write_rows("t0", end)
+    callback.write_rows("t0", end)
+    callback.close()
+    assert list(raw_rows(sweep, "runs")["run_id"]) == ["s-a-0"]
+    assert callback.grokked == 1
+
+
 # ---- a trial a signal stopped: interrupted rows --------------------------------------------
 
 
