@@ -99,8 +99,11 @@ GEOMDR = "geomdr.enabled=true,geomdr.penalty=tail,train.max_steps=6000"
 NO_GEOMDR = "geomdr.enabled=false,geomdr.penalty=tail,train.max_steps=6000"
 SUB = "repro2_subsample_cpu"
 SUBSAMPLE_PAPER = "the same speed-up from 5-25% of the data, 2.4-2.7x less runtime"
+FOURIER_PAPER = ("the same Fourier features (FFT over the vocabulary); ours measures how "
+                 "concentrated, not which frequencies")
 CONTROL = "not claimed (our control; the paper has none)"
-# The evidence for `planned`: the claim's first commit against its summary's commit.
+# The evidence for `planned`: the claim's first commit against its summary's commit. The paper-1
+# twin's claims predate its summary, but their groups in it were named after it: post hoc.
 P1_WHEN = ("claim 5acea69; its groups in this sweep named in ee6141d, after the summary "
            "f48efc9")
 P2_WHEN = ("claim 5acea69 at 0.95; ee6141d (after the first arms ended) set 0.99, the summary "
@@ -137,31 +140,33 @@ CLAIMS: tuple[Claim, ...] = (
           "equal", distribution=True, planned=True,
           when="claim ee6141d, summary 6b885d0; named in the rules 5113c7c"),
     Claim("Sphere (wd 1) groks faster than LayerNorm", "LN 54,160 ± 13,490 vs sphere ~2,400",
-          P1, SPHERE + "1", LN, factor=22, planned=True, when=P1_WHEN),
+          P1, SPHERE + "1", LN, factor=22, when=P1_WHEN),
     Claim("Sphere without weight decay groks faster than LayerNorm",
           "LN 54,160 ± 13,490 vs sphere (wd 0) 2,480 ± 464", P1, SPHERE + "0", LN, factor=22,
-          planned=True, when=P1_WHEN),
+          when=P1_WHEN),
     Claim("Sphere: wd 0 = wd 1", "2,400 ± 353 (wd 1), 2,480 ± 464 (wd 0); 10 seeds each", P1,
           "model.norm=sphere,optim.weight_decay=0", "model.norm=sphere,optim.weight_decay=1",
-          "equal", distribution=True, planned=True, when=P1_WHEN),
+          "equal", distribution=True, when=P1_WHEN),
     Claim("RMSNorm = LayerNorm", "51,240 ± 11,200 vs 54,160 ± 13,490 (10 each)", P1,
           "model.norm=rmsnorm,model.attention=softmax,optim.weight_decay=1", LN, "equal",
-          planned=True, when=P1_WHEN),
+          when=P1_WHEN),
     Claim("Uniform attention removes the delay (LayerNorm)", "no delay", P1,
           "model.norm=layernorm,model.attention=uniform,optim.weight_decay=1", LN,
-          planned=True, when=P1_WHEN),
+          when=P1_WHEN),
     Claim("Uniform attention groks on every seed (no norm)", "every seed", P1,
           "model.norm=none,model.attention=uniform", "model.norm=none,model.attention=softmax",
-          "success", planned=True, when=P1_WHEN),
-    Claim("Accelerated models use the same Fourier features (sphere vs LayerNorm)",
-          "FFT over the vocabulary", P1, SPHERE + "1", LN, "fourier",
+          "success", when=P1_WHEN),
+    Claim("Accelerated models are as concentrated on Fourier features (sphere vs LayerNorm)",
+          FOURIER_PAPER, P1, SPHERE + "1", LN, "fourier",
           measure="fourier_unembed_above_chance_last", planned=False,
-          when="claim 5acea69, its measure column chosen in ee6141d after the summary f48efc9"),
-    Claim("Accelerated models use the same Fourier features (uniform vs softmax, LayerNorm)",
-          "FFT over the vocabulary", P1,
+          when="claim 5acea69, its measure column chosen in ee6141d after the summary f48efc9; "
+               "its text says concentration since 2026-12-06"),
+    Claim("Accelerated models are as concentrated on Fourier features (uniform vs softmax, "
+          "LayerNorm)", FOURIER_PAPER, P1,
           "model.norm=layernorm,model.attention=uniform,optim.weight_decay=1", LN, "fourier",
           measure="fourier_unembed_above_chance_last", planned=False,
-          when="added in ee6141d, after the summary f48efc9"),
+          when="added in ee6141d, after the summary f48efc9; its text says concentration "
+               "since 2026-12-06"),
     Claim("S5 negative control: the sphere groks slower than LayerNorm", "sphere fails",
           "repro_s5_cpu", "model.norm=sphere,optim.weight_decay=1",
           "model.norm=layernorm,optim.weight_decay=1", "slower", planned=False,
