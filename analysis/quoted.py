@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.claims import DSTAR, GROKFAST, P1, P1_SIZE, P2, SLOW, SUB
 from sweepgrok.analysis.stats import times_and_censoring
 from sweepgrok.analysis.survival import km_median
 
@@ -68,15 +69,13 @@ def p2(x: float) -> str:
     return f"{x:.2g}"
 
 
-P2 = "repro2_paper2_cpu"
 P2_BASE = "GeomDR=false, GeomDR penalty=tail, budget=6000"
 P2_GEOMDR = "GeomDR=true, GeomDR penalty=tail, budget=6000"
-SUB = "repro2_subsample_cpu"
 ACC = "../accelerators"
 
 
 def _sphere_row(wd: int) -> str:
-    runs = pd.read_csv(SUMMARIES / "paper1_sphere" / "runs.csv")
+    runs = pd.read_csv(SUMMARIES / P1_SIZE / "runs.csv")
     t = runs.loc[runs["optim.weight_decay"] == wd, "grok_step_95"]
     return f"| wd {wd} | {t.size} | {steps(t.mean())} ± {steps(t.std(ddof=1))} |"
 
@@ -139,8 +138,8 @@ def _seed_row(sweep: str, where: dict[str, object], note: str = "") -> str:
 
 
 SEED_ROWS: tuple[tuple[str, dict[str, object], str], ...] = (
-    ("repro2_paper2_cpu", {"geomdr.enabled": True, "geomdr.penalty": "tail"}, "GeomDR arm"),
-    ("repro3_dstar_cpu", {"geomdr.target_dim": 16}, "d* 16"),
+    (P2, {"geomdr.enabled": True, "geomdr.penalty": "tail"}, "GeomDR arm"),
+    (DSTAR, {"geomdr.target_dim": 16}, "d* 16"),
     ("repro3_d16_avx2", {}, "AVX2 kernels"),
 )
 """The GeomDR arm of paper 2's twin run three times (REPRODUCTION.md, the d* result)."""
@@ -156,7 +155,7 @@ ACC_ROWS = [
 def _grokfast_arms() -> str:
     """The Grokfast control's Transformer at weight decay 0.005: fit steps and best test
     accuracies, with and without the filter."""
-    runs = pd.read_csv(SUMMARIES / "repro3_grokfast_cpu" / "runs.csv")
+    runs = pd.read_csv(SUMMARIES / GROKFAST / "runs.csv")
     runs = runs[(runs["model.arch"] == "transformer") & (runs["optim.weight_decay"] == 0.005)]
     ema, none = (runs[runs["grokfast.kind"] == kind] for kind in ("ema", "none"))
     peak = "peak_test_acc"
@@ -217,7 +216,6 @@ def _success_99() -> str:
             f"baseline's {base.notna().sum()}/{base.size}")
 
 
-SLOW = "repro3_slow_cpu"
 
 
 def _slow_arm(label: str) -> str:
@@ -247,7 +245,7 @@ QUOTES: tuple[Quote, ...] = (
           f"{p2(line('paper1_sphere', 'wd=0')['p'])})"),
     Quote(REPRODUCTION, lambda: f"step (above chance {_fourier_range('paper1_sphere')} of the way"),
     # The paper-1 twin.
-    Quote(REPRODUCTION, lambda: _grokked("repro2_paper1_cpu")),
+    Quote(REPRODUCTION, lambda: _grokked(P1)),
     Quote(REPRODUCTION, lambda: "concentrated on a few frequencies, "
           f"{_fourier_range('repro2_paper1_cpu')} of the way"),
     # Paper 2's MLP twin.
