@@ -154,9 +154,12 @@ def test_a_damaged_part_exits_2_unless_skipped(sweep: Path) -> None:
 
 def test_watch_in_a_pipe_prints_again_and_ctrl_c_exits_130_with_one_line(sweep: Path) -> None:
     # A real process, as typed: its stdout is a pipe, so --watch prints plain JSON documents.
+    # SIGINT at its default, as in a terminal's foreground job: a background job of a shell
+    # without job control (`make test &`) inherits it ignored, and Python keeps it ignored.
     proc = subprocess.Popen(
         [SWEEPGROK, "status", str(sweep), "--watch", "--every", "0.5", "--format", "json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stdout is not None
     lines = []
