@@ -112,6 +112,8 @@ CONTROL_WHEN = ("the arms and their question in the grid 8234daf before its runs
                 "ee6141d (after the first arms ended), summary b6f9281")
 DSTAR = "repro3_dstar_cpu"
 DSTAR_WHEN = "claim 225c0da, summary dc82cc6"
+GRID = "repro3_grid_cpu"
+GRID_WHEN = "claim e54d923, summary 7298fd7"
 START = "repro3_start_cpu"
 START_WHEN = "claim 693bde3, summary b2a7c35"
 LAMBDA = "repro3_lambda_cpu"
@@ -127,6 +129,11 @@ recomputes it from the committed summary)."""
 
 def best(kind: str) -> str:
     return f"geomdr.penalty={kind},geomdr.lambda_max={BEST[kind]:g}"
+
+
+def dstar_at(target_dim: int, start_step: int) -> str:
+    """A group of the d* x t_s control."""
+    return f"geomdr.target_dim={target_dim},geomdr.start_step={start_step}"
 
 
 def grokfast(arch: str, kind: str, weight_decay: float) -> str:
@@ -199,6 +206,16 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("d* = 64 groks as fast as d* = 16", "moderate d* (16..64) works best", DSTAR,
           "geomdr.target_dim=64", "geomdr.target_dim=16", "equal", planned=True,
           when=DSTAR_WHEN),
+    *(
+        Claim(f"d* = 2 groks slower than d* = 16 (t_s = {ts})", "d* <= 8 slows or destabilizes",
+              GRID, dstar_at(2, ts), dstar_at(16, ts), "slower", planned=True, when=GRID_WHEN)
+        for ts in (100, 2000)
+    ),
+    *(
+        Claim(f"d* = 64 groks as fast as d* = 16 (t_s = {ts})", "moderate d* (16..64) works best",
+              GRID, dstar_at(64, ts), dstar_at(16, ts), "equal", planned=True, when=GRID_WHEN)
+        for ts in (100, 2000)
+    ),
     Claim("Too early a start helps less: t_s = 100 groks slower than t_s = 500",
           "a critical window for t_s", START, "geomdr.start_step=100", "geomdr.start_step=500",
           "slower", planned=True, when=START_WHEN),

@@ -109,3 +109,14 @@ def test_one_config_twice_on_one_code_and_machine_gives_the_same_bits() -> None:
     d16 = arm_metrics("repro3_dstar_cpu", {"geomdr.target_dim": 16})
     assert sorted(set(tail["seed"])) == list(range(1, 9))
     pd.testing.assert_frame_equal(tail, d16, check_exact=True)
+
+
+@pytest.mark.parametrize("start_step", [100, 2000])
+def test_the_grid_control_repeats_the_start_controls_d16_arms_bit_for_bit(start_step: int) -> None:
+    # REPRODUCTION.md: the d* x t_s control's d* 16 arms are the t_s control's arms again (two
+    # codes, e54d923 and ed5b0de, whose training code is the same, on this machine).
+    grid = arm_metrics("repro3_grid_cpu", {"geomdr.target_dim": 16,
+                                           "geomdr.start_step": start_step})
+    start = arm_metrics("repro3_start_cpu", {"geomdr.start_step": start_step})
+    assert sorted(set(grid["seed"])) == list(range(1, 9))
+    pd.testing.assert_frame_equal(grid, start, check_exact=True)
