@@ -120,6 +120,8 @@ LAMBDA = "repro3_lambda_cpu"
 LAMBDA_WHEN = "claim and rule 9d4fcb6, the rule as code ea7a7d0, summary 4527322"
 GROKFAST = "repro3_grokfast_cpu"
 GROKFAST_WHEN = "claim 65faed3, summary adb10f9 (0861d1c ran part of it)"
+GROKFAST_MLP = "repro3_grokfast_mlp_cpu"
+GROKFAST_MLP_WHEN = "claim 65faed3, grid 5cf1f11, summary 3f7c264"
 SLOW = "repro3_slow_cpu"
 SLOW_WHEN = "claim fd645d3, summary adb10f9"
 BEST = {"tail": 0.1, "trace": 0.01, "tail_fraction": 10.0}
@@ -248,6 +250,14 @@ CLAIMS: tuple[Claim, ...] = (
           "not claimed alone (its baseline also drops the weight decay)", GROKFAST,
           grokfast("transformer", "ema", 0.005), grokfast("transformer", "none", 0.005),
           planned=True, when=GROKFAST_WHEN),
+    Claim("Grokfast groks faster than its paper's baseline (MLP)",
+          "not given for the MLP (43.84x is the Transformer's)", GROKFAST_MLP,
+          grokfast("mlp", "ema", 0.005), grokfast("mlp", "none", 0), planned=True,
+          when=GROKFAST_MLP_WHEN),
+    Claim("Grokfast's filter alone speeds grokking at weight decay 0.005 (MLP)",
+          "not claimed alone (its baseline also drops the weight decay)", GROKFAST_MLP,
+          grokfast("mlp", "ema", 0.005), grokfast("mlp", "none", 0.005), planned=True,
+          when=GROKFAST_MLP_WHEN),
     Claim("GeomDR accelerates the Transformer", "~2x", "../accelerators",
           "model.arch=transformer,accelerator.arm=geomdr",
           "model.arch=transformer,accelerator.arm=baseline", factor=2,

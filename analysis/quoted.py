@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.claims import DSTAR, GRID, GROKFAST, P1, P1_SIZE, P2, SLOW, SUB
+from analysis.claims import DSTAR, GRID, GROKFAST, GROKFAST_MLP, P1, P1_SIZE, P2, SLOW, SUB
 from sweepgrok.analysis.stats import times_and_censoring
 from sweepgrok.analysis.survival import km_median
 
@@ -169,6 +169,39 @@ def _grokfast_arms() -> str:
     )
 
 
+GROKFAST_MLP_ARMS = {
+    ("ema", 0.005): "with the filter",
+    ("none", 0.005): "without it at weight decay 0.005",
+    ("none", 0.0): "without it at weight decay 0",
+}
+"""The Grokfast control's MLP arms (grokfast.kind, optim.weight_decay), as the prose names them."""
+
+
+def _grokfast_mlp_arms() -> str:
+    """The Grokfast control's MLP: grok counts per arm, fit steps, whether any test accuracy
+    rose above its step-0 value, and where the weight norm and test loss ended."""
+    runs = pd.read_csv(SUMMARIES / GROKFAST_MLP / "runs.csv").set_index("run_id")
+    metrics = pd.read_parquet(SUMMARIES / GROKFAST_MLP / "metrics.parquet").sort_values("step")
+    later = metrics[metrics["step"] > 0].groupby("run_id")["test_acc"].max()
+    start = metrics[metrics["step"] == 0].set_index("run_id")["test_acc"]
+    last = metrics.groupby("run_id").last().reindex(runs.index)
+    arms = dict(list(runs.groupby(["grokfast.kind", "optim.weight_decay"])))
+    cells = {name: (arms[key], last.loc[arms[key].index].median())
+             for key, name in GROKFAST_MLP_ARMS.items()}
+    grokked = ", ".join(f"{int(a['grok_step_95'].notna().sum())}/{len(a)} {name}"
+                        for name, (a, _) in cells.items())
+    ends = "; ".join(f"{m['weight_norm']:.0f} and {m['test_loss']:.0f} {name}"
+                     for name, (_, m) in cells.items())
+    above = int((later > start.reindex(later.index)).sum())
+    end = steps(runs["steps_run"].max())
+    return (
+        f"MLP: **{grokked}** grokked within {end} steps (at 0.95). Every run fit its training "
+        f"set by step {steps(runs['fit_step'].max())}; {above} of {len(runs)} runs ever had a "
+        f"test accuracy above its step-0 value (largest step-0 value {start.max():.3f}; chance "
+        f"1/47 = {1 / 47:.3f}). Median weight norm and test loss at step {end}: {ends}"
+    )
+
+
 def _fourier_range(sweep: str) -> str:
     """'0.67-0.96': the lowest and highest run's last Fourier concentration above chance."""
     runs = pd.read_csv(SUMMARIES / sweep / "runs.csv")
@@ -304,6 +337,7 @@ QUOTES: tuple[Quote, ...] = (
           f"{p2(line(SLOW, 'GeomDR=true, t_s=2000')['p'])}"),
     # Version 3's Grokfast control.
     Quote(REPRODUCTION, _grokfast_arms),
+    Quote(REPRODUCTION, _grokfast_mlp_arms),
     # Division, subsample, the Transformer.
     Quote(REPRODUCTION, lambda: "KM medians "
           f"{steps(line('repro2_division_cpu', 'GeomDR=false')['km_median'])} without GeomDR and "

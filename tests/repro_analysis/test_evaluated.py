@@ -120,3 +120,19 @@ def test_the_grid_control_repeats_the_start_controls_d16_arms_bit_for_bit(start_
     start = arm_metrics("repro3_start_cpu", {"geomdr.start_step": start_step})
     assert sorted(set(grid["seed"])) == list(range(1, 9))
     pd.testing.assert_frame_equal(grid, start, check_exact=True)
+
+
+@pytest.mark.parametrize(("kind", "first_arm_steps"), [("ema", 20000), ("none", 3800)])
+def test_the_grokfast_mlp_sweep_repeats_the_first_sweeps_mlp_arms_bit_for_bit(
+    kind: str, first_arm_steps: int
+) -> None:
+    # REPRODUCTION.md: the MLP half rerun whole (code 5cf1f11) repeats the first sweep's MLP
+    # arms (code 936ea88) at weight decay 0.005, as far as they ran (the no-filter arm was
+    # interrupted at step 3,800).
+    where = {"model.arch": "mlp", "grokfast.kind": kind, "optim.weight_decay": 0.005}
+    first = arm_metrics("repro3_grokfast_cpu", where)
+    again = arm_metrics("repro3_grokfast_mlp_cpu", where)
+    assert first["step"].max() == first_arm_steps and again["step"].max() == 20000
+    again = again[again["step"] <= first_arm_steps].reset_index(drop=True)
+    assert sorted(set(again["seed"])) == list(range(1, 9))
+    pd.testing.assert_frame_equal(again[first.columns], first, check_exact=True)
