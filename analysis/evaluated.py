@@ -4,7 +4,8 @@ step a summary shows can be recomputed from committed files.
     python -m analysis.evaluated SWEEP_DIR SUMMARY_DIR
 
 Writes SUMMARY_DIR/metrics.parquet (zstd): one row per (run, evaluated step) with the
-accuracies and losses (grok and fit steps), D_eff (the collapse onset) and the weight norm.
+accuracies and losses (grok and fit steps), D_eff (the collapse onset), the weight norm, the
+Fourier concentrations and the wall clock.
 The sweep's own Parquet holds every column; these are the ones the summaries read.
 """
 
@@ -20,8 +21,12 @@ from sweepgrok.core.errors import USER_ERROR, error_line
 from sweepgrok.store.sink import read_metrics
 
 COLUMNS = ("run_id", "step", "train_loss", "train_acc", "test_loss", "test_acc", "deff",
-           "weight_norm")  # fmt: skip
-"""The evaluated columns a committed summary keeps."""
+           "weight_norm", "fourier_above_chance", "fourier_unembed_above_chance",
+           "wall_time")  # fmt: skip
+"""The evaluated columns a committed summary keeps: the grok, fit and collapse steps' sources,
+the Fourier concentrations whose last values the claims read (analysis.last_values), and the
+wall clock the prose quotes step times from (summaries written before 2026-12-06 stop at
+weight_norm)."""
 FILE = "metrics.parquet"
 
 

@@ -12,6 +12,7 @@ import pytest
 from conftest import GROKS, write_sweep
 
 from analysis.evaluated import COLUMNS, FILE, write_evaluated
+from analysis.last_values import DEFAULT_COLUMNS, last_values
 from sweepgrok.train.events import FIT_THRESHOLD
 
 SUMMARIES = Path(__file__).resolve().parents[2] / "analysis" / "reproduction"
@@ -51,6 +52,22 @@ def test_grok_and_fit_steps_recompute_from_the_evaluated_columns(sweep: str) -> 
         assert got.astype(float).equals(runs[column].astype(float)), (sweep, column)
         checked += 1
     assert checked >= 2
+
+
+LAST_VALUE_SUMMARIES = sorted(
+    sweep for sweep in WITH_METRICS
+    if "fourier_unembed_above_chance_last" in pd.read_csv(SUMMARIES / sweep / "runs.csv", nrows=0)
+    and "fourier_unembed_above_chance" in pd.read_parquet(SUMMARIES / sweep / FILE).columns
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("sweep", LAST_VALUE_SUMMARIES)
+def test_the_fourier_last_values_recompute_from_the_evaluated_columns(sweep: str) -> None:
+    runs = pd.read_csv(SUMMARIES / sweep / "runs.csv").set_index("run_id")
+    metrics = pd.read_parquet(SUMMARIES / sweep / FILE)
+    columns = [c for c in DEFAULT_COLUMNS if f"{c}_last" in runs.columns]
+    got = last_values(metrics, columns).reindex(runs.index)
+    pd.testing.assert_frame_equal(got, runs[got.columns], check_exact=True)
 
 
 def summary_of(sweep: Path, folder: Path, left_out: int = 0) -> Path:
