@@ -202,6 +202,14 @@ def _grokfast_mlp_arms() -> str:
     )
 
 
+def _p1_fourier_medians() -> str:
+    """The paper-1 twin's median last Fourier concentration, sphere (wd 1) and LayerNorm."""
+    runs = pd.read_csv(SUMMARIES / P1 / "runs.csv")
+    runs = runs[(runs["model.attention"] == "softmax") & (runs["optim.weight_decay"] == 1)]
+    median = runs.groupby("model.norm")["fourier_unembed_above_chance_last"].median()
+    return f"(medians {median['sphere']:.2f} vs {median['layernorm']:.2f};"
+
+
 def _fourier_range(sweep: str) -> str:
     """'0.67-0.96': the lowest and highest run's last Fourier concentration above chance."""
     runs = pd.read_csv(SUMMARIES / sweep / "runs.csv")
@@ -303,6 +311,7 @@ QUOTES: tuple[Quote, ...] = (
     Quote(REPRODUCTION, lambda: _grokked(P1)),
     Quote(REPRODUCTION, lambda: "concentrated on a few frequencies, "
           f"{_fourier_range('repro2_paper1_cpu')} of the way"),
+    Quote(REPRODUCTION, _p1_fourier_medians),
     # Paper 2's MLP twin.
     Quote(REPRODUCTION, lambda: f"**GeomDR (tail)** {ratio(line(P2, P2_GEOMDR))} sooner than the "
           f"baseline, whose {steps(line(P2, P2_BASE)['km_median'])}-step median"),
