@@ -105,7 +105,7 @@ CONTROL = "not claimed (our control; the paper has none)"
 # The evidence for `planned`: the claim's first commit against its summary's commit. The paper-1
 # twin's claims predate its summary, but their groups in it were named after it: post hoc.
 P1_WHEN = ("claim 5acea69; its groups in this sweep named in ee6141d, after the summary "
-           "f48efc9")
+           "f48efc9; rerun 17c74f5")
 P2_WHEN = ("claim 5acea69 at 0.95; ee6141d (after the first arms ended) set 0.99, the summary "
            "b6f9281 restored 0.95")
 CONTROL_WHEN = ("the arms and their question in the grid 8234daf before its runs; the claim "
@@ -169,13 +169,13 @@ CLAIMS: tuple[Claim, ...] = (
           FOURIER_PAPER, P1, SPHERE + "1", LN, "fourier",
           measure="fourier_unembed_above_chance_last", planned=False,
           when="claim 5acea69, its measure column chosen in ee6141d after the summary f48efc9; "
-               "its text says concentration since 2026-12-06"),
+               "its text says concentration since 2026-12-06; rerun 17c74f5"),
     Claim("Accelerated models are as concentrated on Fourier features (uniform vs softmax, "
           "LayerNorm)", FOURIER_PAPER, P1,
           "model.norm=layernorm,model.attention=uniform,optim.weight_decay=1", LN, "fourier",
           measure="fourier_unembed_above_chance_last", planned=False,
           when="added in ee6141d, after the summary f48efc9; its text says concentration "
-               "since 2026-12-06"),
+               "since 2026-12-06; rerun 17c74f5"),
     Claim("S5 negative control: the sphere groks slower than LayerNorm", "sphere fails",
           "repro_s5_cpu", "model.norm=sphere,optim.weight_decay=1",
           "model.norm=layernorm,optim.weight_decay=1", "slower", planned=False,
@@ -190,7 +190,7 @@ CLAIMS: tuple[Claim, ...] = (
           NO_GEOMDR, planned=True, when=CONTROL_WHEN),
     Claim("GeomDR accelerates the MLP on division", "39x", "repro2_division_cpu",
           "geomdr.enabled=true", "geomdr.enabled=false", factor=39,
-          planned=True, when="claim 5acea69, summary 9f041da"),
+          planned=True, when="claim 5acea69, summary 9f041da, rerun e9c7ae2"),
     Claim("100% success with GeomDR (addition)", "100% where the baseline failed", P2, GEOMDR,
           NO_GEOMDR, "success", planned=True, when=P2_WHEN),
     Claim("GeomDR collapses earlier (addition)", "earlier collapse onset", P2, GEOMDR,
