@@ -245,16 +245,16 @@ def test_a_stale_figure_or_row_is_caught(tmp_path: Path, monkeypatch: pytest.Mon
         (tmp_path / doc).write_text((quoted.ROOT / doc).read_text())
     report = tmp_path / quoted.REPRODUCTION
     text = report.read_text()
-    assert text.count("**GeomDR (tail)** 3.57x") == 1
-    report.write_text(text.replace("**GeomDR (tail)** 3.57x", "**GeomDR (tail)** 3.58x"))
+    assert text.count("**GeomDR (tail)** 3.73x") == 1
+    report.write_text(text.replace("**GeomDR (tail)** 3.73x", "**GeomDR (tail)** 3.74x"))
     monkeypatch.setattr(quoted, "ROOT", tmp_path)
     assert quoted.stale() == [
-        f"{quoted.REPRODUCTION}: **GeomDR (tail)** 3.57x [2.39, 4.14] sooner than the baseline, "
+        f"{quoted.REPRODUCTION}: **GeomDR (tail)** 3.73x [3.00, 4.14] sooner than the baseline, "
         "whose 4,100-step median"
     ]
-    row = "| 4,262 ± 201 |"
+    row = "| 4,238 ± 178 |"
     assert report.read_text().count(row) == 1
-    report.write_text(report.read_text().replace(row, "| 4,263 ± 201 |"))
+    report.write_text(report.read_text().replace(row, "| 4,239 ± 178 |"))
     assert [r.split(" | ")[0] for r in quoted.copied_rows()] == ["| false"]
 
 

@@ -153,3 +153,12 @@ def test_the_grokfast_mlp_sweep_repeats_the_first_sweeps_mlp_arms_bit_for_bit(
     again = again[again["step"] <= first_arm_steps].reset_index(drop=True)
     assert sorted(set(again["seed"])) == list(range(1, 9))
     pd.testing.assert_frame_equal(again[first.columns], first, check_exact=True)
+
+
+def test_the_paper2_twins_rerun_repeats_the_dstar_controls_d16_arm_bit_for_bit() -> None:
+    # REPRODUCTION.md: repro2_paper2_cpu's GeomDR arm, rerun with code babaec9, is the d*
+    # control's d* 16 arm (code 140d8e9) again (the first run, code not recorded, was not).
+    rerun = arm_metrics("repro2_paper2_cpu", {"geomdr.enabled": True, "geomdr.penalty": "tail"})
+    d16 = arm_metrics("repro3_dstar_cpu", {"geomdr.target_dim": 16})
+    assert sorted(set(rerun["seed"])) == list(range(1, 9))
+    pd.testing.assert_frame_equal(rerun[d16.columns], d16, check_exact=True)
