@@ -107,9 +107,10 @@ CONTROL = "not claimed (our control; the paper has none)"
 P1_WHEN = ("claim 5acea69; its groups in this sweep named in ee6141d, after the summary "
            "f48efc9; rerun 17c74f5")
 P2_WHEN = ("claim 5acea69 at 0.95; ee6141d (after the first arms ended) set 0.99, the summary "
-           "b6f9281 restored 0.95")
+           "b6f9281 restored 0.95; rerun b55df6a")
 CONTROL_WHEN = ("the arms and their question in the grid 8234daf before its runs; the claim "
-                "ee6141d (after the first arms ended), summary b6f9281")
+                "ee6141d (after the first arms ended), summary b6f9281; rerun b55df6a")
+P2_POST_HOC_WHEN = "added 2026-12-04 (rules v3), after the summary b6f9281; rerun b55df6a"
 DSTAR = "repro3_dstar_cpu"
 DSTAR_WHEN = "claim 225c0da, summary dc82cc6"
 GRID = "repro3_grid_cpu"
@@ -199,10 +200,10 @@ CLAIMS: tuple[Claim, ...] = (
           planned=True, when=P2_WHEN),
     Claim("Collapse precedes grokking (addition, baseline without GeomDR)",
           "yes (the paper's claim is about models without the penalty)", P2, NO_GEOMDR,
-          kind="precedes", when="added 2026-12-04 (rules v3), after the summary b6f9281"),
+          kind="precedes", when=P2_POST_HOC_WHEN),
     Claim("GeomDR narrows the collapse-to-grok gap (addition)", "a shorter gap with GeomDR", P2,
           GEOMDR, NO_GEOMDR, "measure", measure="collapse_to_grok_95",
-          when="added 2026-12-04 (rules v3), after the summary b6f9281"),
+          when=P2_POST_HOC_WHEN),
     Claim("d* = 2 groks slower than d* = 16", "d* <= 8 slows or destabilizes", DSTAR,
           "geomdr.target_dim=2", "geomdr.target_dim=16", "slower", planned=True, when=DSTAR_WHEN),
     Claim("d* = 64 groks as fast as d* = 16", "moderate d* (16..64) works best", DSTAR,
