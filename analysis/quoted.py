@@ -80,6 +80,27 @@ def _sphere_row(wd: int) -> str:
     return f"| wd {wd} | {t.size} | {steps(t.mean())} ± {steps(t.std(ddof=1))} |"
 
 
+SPHERE_PUBLISHED = {1: (2400.0, 353.0), 0: (2480.0, 464.0)}
+"""Paper 1's sphere grok steps, mean and std over its 10 seeds, by weight decay."""
+
+
+def _sphere_welch() -> str:
+    """How far our sphere means lie from the published ones, with Welch's t on the summaries."""
+    from scipy.stats import ttest_ind_from_stats
+
+    runs = pd.read_csv(SUMMARIES / P1_SIZE / "runs.csv")
+    gaps, ps = [], []
+    for wd, (mean, std) in SPHERE_PUBLISHED.items():
+        t = runs.loc[runs["optim.weight_decay"] == wd, "grok_step_95"]
+        test = ttest_ind_from_stats(t.mean(), t.std(ddof=1), t.size, mean, std, 10,
+                                    equal_var=False)
+        gaps.append(t.mean() - mean)
+        ps.append(f"{test.pvalue:.2f}")
+    where = [f"{steps(abs(g))} steps {'below' if g < 0 else 'above'}" for g in gaps]
+    return (f"The means lie {where[0]} (wd 1) and {where[1]} (wd 0) the published ones (Welch's "
+            f"t from the published mean and std: p = {ps[0]} and {ps[1]};")
+
+
 def _layernorm_h200() -> str:
     runs = pd.read_csv(SUMMARIES / "paper1_layernorm_h200" / "runs.csv")
     grokked = runs[~runs["censored"]]["grok_step"]
@@ -331,6 +352,7 @@ QUOTES: tuple[Quote, ...] = (
     Quote(REPRODUCTION, _layernorm_h200),
     Quote(REPRODUCTION, lambda: _sphere_row(1)),
     Quote(REPRODUCTION, lambda: _sphere_row(0)),
+    Quote(REPRODUCTION, _sphere_welch),
     Quote(REPRODUCTION, lambda: "ratio of KM medians "
           f"{ratio(line('paper1_sphere', 'wd=0'), '')} (exact p = "
           f"{p2(line('paper1_sphere', 'wd=0')['p'])})"),
