@@ -74,14 +74,21 @@ P2_GEOMDR = "GeomDR=true, GeomDR penalty=tail, budget=6000"
 ACC = "../accelerators"
 
 
-def _sphere_row(wd: int) -> str:
-    runs = pd.read_csv(SUMMARIES / P1_SIZE / "runs.csv")
-    t = runs.loc[runs["optim.weight_decay"] == wd, "grok_step_95"]
-    return f"| wd {wd} | {t.size} | {steps(t.mean())} ± {steps(t.std(ddof=1))} |"
-
-
 SPHERE_PUBLISHED = {1: (2400.0, 353.0), 0: (2480.0, 464.0)}
 """Paper 1's sphere grok steps, mean and std over its 10 seeds, by weight decay."""
+
+
+def _sphere_row(wd: int) -> str:
+    """A row of the sphere arms' table: ours, the published mean and std, median, range, fit."""
+    runs = pd.read_csv(SUMMARIES / P1_SIZE / "runs.csv")
+    arm = runs[runs["optim.weight_decay"] == wd]
+    t = arm["grok_step_95"]
+    g = line(P1_SIZE, f"wd={wd}")
+    mean, std = SPHERE_PUBLISHED[wd]
+    return (f"| wd {wd} | {t.size} | {steps(t.mean())} ± {steps(t.std(ddof=1))} | "
+            f"{steps(mean)} ± {steps(std)} | {steps(g['grok_median'])} "
+            f"[{steps(g['grok_median_lo'])}, {steps(g['grok_median_hi'])}] | "
+            f"{steps(g['grok_min'])}-{steps(g['grok_max'])} | {steps(arm['fit_step'].mean())} |")
 
 
 def _sphere_welch() -> str:
