@@ -148,7 +148,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("Paper size: sphere wd 0 = wd 1", "2,400 ± 353 (wd 1), 2,480 ± 464 (wd 0); 10 seeds "
           "each (text: ~2,100)", P1_SIZE, "optim.weight_decay=0", "optim.weight_decay=1",
           "equal", distribution=True, planned=True,
-          when="claim ee6141d, summary 6b885d0; named in the rules 5113c7c"),
+          when="claim ee6141d, summary 6b885d0; named in the rules 5113c7c; rerun 3ddb198"),
     Claim("Sphere (wd 1) groks faster than LayerNorm", "LN 54,160 ± 13,490 vs sphere ~2,400",
           P1, SPHERE + "1", LN, factor=22, when=P1_WHEN),
     Claim("Sphere without weight decay groks faster than LayerNorm",
