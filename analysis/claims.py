@@ -98,6 +98,7 @@ SPHERE = "model.norm=sphere,model.attention=softmax,optim.weight_decay="
 GEOMDR = "geomdr.enabled=true,geomdr.penalty=tail,train.max_steps=6000"
 NO_GEOMDR = "geomdr.enabled=false,geomdr.penalty=tail,train.max_steps=6000"
 SUB = "repro2_subsample_cpu"
+S5 = "repro_s5_cpu"
 SUBSAMPLE_PAPER = "the same speed-up from 5-25% of the data, 2.4-2.7x less runtime"
 FOURIER_PAPER = ("the same Fourier features (FFT over the vocabulary); ours measures how "
                  "concentrated, not which frequencies")
@@ -178,7 +179,7 @@ CLAIMS: tuple[Claim, ...] = (
           when="added in ee6141d, after the summary f48efc9; its text says concentration "
                "since 2026-12-06; rerun 17c74f5"),
     Claim("S5 negative control: the sphere groks slower than LayerNorm", "sphere fails",
-          "repro_s5_cpu", "model.norm=sphere,optim.weight_decay=1",
+          S5, "model.norm=sphere,optim.weight_decay=1",
           "model.norm=layernorm,optim.weight_decay=1", "slower", planned=False,
           when="version-1 runs eaef0c0, claim 5acea69"),
     Claim("GeomDR accelerates the MLP on addition", "362K -> ~7K steps", P2, GEOMDR, NO_GEOMDR,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.claims import DSTAR, GRID, GROKFAST, GROKFAST_MLP, P1, P1_SIZE, P2, SLOW, SUB
+from analysis.claims import DSTAR, GRID, GROKFAST, GROKFAST_MLP, P1, P1_SIZE, P2, S5, SLOW, SUB
 from sweepgrok.analysis.stats import times_and_censoring
 from sweepgrok.analysis.survival import km_median
 
@@ -247,6 +247,22 @@ def _p1_fourier_medians() -> str:
     return f"(medians {median['sphere']:.2f} vs {median['layernorm']:.2f};"
 
 
+def _s5() -> str:
+    """The S5 twin: how many runs grokked per group, where train accuracy ended, and the best
+    test accuracy."""
+    runs = pd.read_csv(SUMMARIES / S5 / "runs.csv")
+    metrics = pd.read_parquet(SUMMARIES / S5 / "metrics.parquet").sort_values("step")
+    train = metrics.groupby("run_id")["train_acc"].last()
+    counts = runs.groupby(["model.norm", "optim.weight_decay"])["grok_step_95"].agg(
+        lambda t: f"{int(t.notna().sum())}/{t.size}"
+    )
+    grokked = "no run grokked" if runs["grok_step_95"].isna().all() else "some runs grokked"
+    return (f"**{grokked.capitalize()}** ({', '.join(counts)} by group, budget "
+            f"{steps(runs['steps_run'].max())}): train accuracy ended at "
+            f"{train.min():.2f}-{train.max():.2f} and peak test accuracy "
+            f"{runs['peak_test_acc'].min():.3f}-{runs['peak_test_acc'].max():.3f}")
+
+
 def _fourier_range(sweep: str) -> str:
     """'0.67-0.96': the lowest and highest run's last Fourier concentration above chance."""
     runs = pd.read_csv(SUMMARIES / sweep / "runs.csv")
@@ -429,6 +445,7 @@ QUOTES: tuple[Quote, ...] = (
           f"{steps(line(SUB, 'subsample=0.1')['grok_mean'])}. The ratios "
           f"{ratio(line(SUB, 'subsample=0.25'))} and {ratio(line(SUB, 'subsample=0.1'))}"),
     Quote(REPRODUCTION, _subsample_cost),
+    Quote(REPRODUCTION, _s5),
     Quote(REPRODUCTION, _subsample_wall),
     # The Optuna search.
     Quote(REPRODUCTION, _optuna),
