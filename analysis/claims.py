@@ -181,7 +181,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("S5 negative control: the sphere groks slower than LayerNorm", "sphere fails",
           S5, "model.norm=sphere,optim.weight_decay=1",
           "model.norm=layernorm,optim.weight_decay=1", "slower", planned=False,
-          when="version-1 runs eaef0c0, claim 5acea69"),
+          when="version-1 runs eaef0c0, claim 5acea69; rerun 7bc2bef"),
     Claim("GeomDR accelerates the MLP on addition", "362K -> ~7K steps", P2, GEOMDR, NO_GEOMDR,
           factor=52, planned=True, when=P2_WHEN),
     Claim("Scale alone: the trace penalty (same weight) accelerates the MLP", CONTROL, P2,
