@@ -45,7 +45,14 @@ from sweepgrok.store.heartbeat import Heartbeat
 from sweepgrok.trackers import TrackerSpec
 from sweepgrok.tune.callback import ParquetCallback
 from sweepgrok.tune.cluster import check_cluster
-from sweepgrok.tune.grid import TUNE_DIR, run_tuner, start_ray, stop_heartbeat, trial_dirname
+from sweepgrok.tune.grid import (
+    REUSE_ACTORS,
+    TUNE_DIR,
+    run_tuner,
+    start_ray,
+    stop_heartbeat,
+    trial_dirname,
+)
 from sweepgrok.tune.trainable import (
     Reporter,
     configure_trial_process,
@@ -367,7 +374,7 @@ def run_search(
             tune_config=tune.TuneConfig(
                 search_alg=searcher,
                 num_samples=remaining,
-                reuse_actors=True,
+                reuse_actors=REUSE_ACTORS,
                 trial_dirname_creator=trial_dirname,
             ),
             run_config=tune.RunConfig(

@@ -211,7 +211,7 @@ def test_chaos_soak_every_run_once_and_equal_to_an_uninterrupted_run(
     pd.testing.assert_frame_equal(got, want)
     pd.testing.assert_frame_equal(how_ended(runs), how_ended(read_runs(ref)))
     # Not vacuous: Tune saw trials fail. (Not one failure per kill: a worker killed just
-    # after its trial's last report, before Tune reused it, may fail no trial.)
+    # after its trial's last report, as its trial ended, fails no trial.)
     failed = {t: n for t in runs["trial_id"] if (n := failures(sweep_dir, t))}
     assert failed, chaos.killed
     redone = len(raw_rows(sweep_dir, "metrics")) - len(got)

@@ -10,6 +10,7 @@ Timeouts: about 3x the durations measured on 2 cores shared with other work (loa
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -28,11 +29,12 @@ from conftest import (
     write_grid,
 )
 from failing_trainer import PLANNED, fail_once
+from ray import tune
 from ray_cluster import two_node_cluster
 
 from sweepgrok.config.grid_file import load_grid
 from sweepgrok.store.sink import read_metrics, read_runs
-from sweepgrok.tune.callback import TUNE_DIR
+from sweepgrok.tune.callback import TUNE_DIR, ParquetCallback
 
 pytestmark = pytest.mark.slow
 
@@ -85,6 +87,46 @@ def test_trial_that_crashes_once_is_retried_from_its_checkpoint(
     assert all(r.endswith(("-s1", "-s2")) for r in runs["run_id"])  # packed seeds
     # The retries re-emitted the evaluations after the checkpoint; the reader counts them once.
     assert len(raw_rows(tmp_path / "retry", "metrics")) > len(read_metrics(tmp_path / "retry"))
+
+
+class KillFirstFinished(tune.Callback):
+    """SIGKILLs the worker process of the first trial Tune completes, as Tune completes it:
+    before Tune could hand that worker to the next trial."""
+
+    def __init__(self) -> None:
+        self.killed: int | None = None
+
+    def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        if self.killed is None:
+            self.killed = int(trial.last_result["pid"])
+            os.kill(self.killed, signal.SIGKILL)
+
+
+@pytest.mark.timeout(180)  # 21 s measured
+def test_a_worker_killed_as_its_trial_ends_fails_no_other_trial(
+    tmp_path: Path, ray_env: dict[str, str]
+) -> None:
+    """The chaos soak's 'run row written twice' on CI: Tune reuses a finished trial's worker,
+    and one that died first failed the next trial as Tune reset it (still PENDING: no retry,
+    whatever max_failures), so that run got a `failed` row, then a second row from --resume
+    (sweepgrok.tune.reuse)."""
+    from sweepgrok.tune.grid import build_tuner, run_tuner, start_ray
+
+    spec = load_grid(write_grid(tmp_path / "g.yaml", "dies", seeds=[1, 2, 3], max_failures=1))
+    sweep_dir = tmp_path / "dies"
+    callback = ParquetCallback(sweep_dir, "dies", 3, live=False)
+    start_ray(None, num_cpus=1)  # one trial at a time: the next one waits for a worker
+    tuner = build_tuner([t.flat for t in spec.trials], sweep="dies", sweep_dir=sweep_dir,
+                        resources=spec.settings.resources, max_concurrent=1, max_failures=1,
+                        checkpoint_every=None, callback=callback)
+    killer = KillFirstFinished()
+    tuner._local_tuner.get_run_config().callbacks.append(killer)  # no public setter
+    outcome = run_tuner(tuner, 3, callback)
+    assert killer.killed is not None
+    assert (outcome.terminated, outcome.errored) == (3, 0)
+    runs = assert_exactly_once(sweep_dir, 3)
+    raw = raw_rows(sweep_dir, "runs")  # one row per run: no `failed` row before it
+    assert sorted(raw["run_id"]) == sorted(runs["run_id"]), raw[["run_id", "status"]]
 
 
 @pytest.mark.timeout(400)  # 123 s measured
