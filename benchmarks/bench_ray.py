@@ -9,7 +9,9 @@ down, one CPU per trial, ``--cpus`` trials at once, rows to Parquet through the 
 callback); ``loop`` calls ``sweepgrok.train.trainer.train`` on every trial in turn with one thread,
 writing the same Parquet through ``ParquetSink``. Printed: the ratio ray / loop (> 1 means Ray
 costs more than it parallelizes away at this trial size), Ray's fixed cost (start-up and
-shut-down, timed as a 1-trial grid) and the marginal cost per trial.
+shut-down, timed as a 1-trial grid) and the marginal cost per trial; then the same grid with a
+fresh worker process per trial (Tune's reuse_actors off; sweepgrok reuses them, see
+sweepgrok.tune.grid.REUSE_ACTORS), side by side: what reusing workers saves.
 """
 
 from __future__ import annotations
@@ -46,12 +48,18 @@ def grid_file(folder: Path, n: int, cpus: int) -> Path:
     return path
 
 
-def run_ray(spec: GridSpec, sweep_dir: Path, cpus: int) -> float:
-    from sweepgrok.tune.grid import launch_grid  # imports ray
+def run_ray(spec: GridSpec, sweep_dir: Path, cpus: int, reuse: bool = True) -> float:
+    """Wall time of the grid through launch_grid; `reuse` false: a fresh worker per trial."""
+    from sweepgrok.tune import grid  # imports ray
 
-    t0 = time.perf_counter()
-    outcome = launch_grid(spec, sweep_dir, num_cpus=cpus, live=False)
-    wall = time.perf_counter() - t0
+    chosen = grid.REUSE_ACTORS
+    grid.REUSE_ACTORS = reuse
+    try:
+        t0 = time.perf_counter()
+        outcome = grid.launch_grid(spec, sweep_dir, num_cpus=cpus, live=False)
+        wall = time.perf_counter() - t0
+    finally:
+        grid.REUSE_ACTORS = chosen
     if outcome.terminated != len(spec.trials):
         raise RuntimeError(f"ray grid did not finish: {outcome}")
     return wall
@@ -80,14 +88,15 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench_ray_") as tmp:
         root = Path(tmp)
         big, one = load_grid(grid_file(root, n, args.cpus)), load_grid(grid_file(root, 1, 1))
-        ray_t, loop_t, fixed = [], [], []
+        ray_t, loop_t, fixed, fresh_t = [], [], [], []
         for rep in range(repeats):
             loop_t.append(run_loop(big, root / f"loop_{rep}"))
             ray_t.append(run_ray(big, root / f"ray_{rep}", args.cpus))
+            fresh_t.append(run_ray(big, root / f"fresh_{rep}", args.cpus, reuse=False))
             fixed.append(run_ray(one, root / f"ray1_{rep}", 1))
             loop_one = run_loop(one, root / f"loop1_{rep}")
             fixed[-1] -= loop_one
-    r, lp, f = (statistics.median(x) for x in (ray_t, loop_t, fixed))
+    r, lp, f, fr = (statistics.median(x) for x in (ray_t, loop_t, fixed, fresh_t))
     per_trial_loop = lp / n
     marginal = (r - f) * min(args.cpus, n) / n - per_trial_loop
     print(f"bench_ray: {n} trivial trials ({STEPS} steps, Z_11), "
@@ -96,6 +105,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"  ray fixed cost             {f:>7.1f} s   (1-trial grid minus 1 trial in a loop)")
     print(f"  ray marginal cost / trial  {marginal:>7.2f} s   (per trial slot, beyond the work; "
           f"a trial's work in the loop: {per_trial_loop:.2f} s)")
+    saved = (fr - r) * min(args.cpus, n) / n
+    print(f"  fresh / reused workers     {fr / r:>7.2f}x   (fresh {fr:.1f} s: reusing saves "
+          f"{saved:.2f} s per trial slot)")
 
 
 if __name__ == "__main__":
