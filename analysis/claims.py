@@ -124,6 +124,8 @@ GROKFAST = "repro3_grokfast_cpu"
 GROKFAST_WHEN = "claim 65faed3, summary adb10f9 (0861d1c ran part of it)"
 GROKFAST_MLP = "repro3_grokfast_mlp_cpu"
 GROKFAST_MLP_WHEN = "claim 65faed3, grid 5cf1f11, summary 3f7c264"
+GROKFAST_REF = "repro3_grokfast_ref_cpu"
+GROKFAST_REF_WHEN = "claim and grid 3fdb384, summary dcd3436"
 SLOW = "repro3_slow_cpu"
 SLOW_WHEN = "claim fd645d3, summary adb10f9"
 BEST = {"tail": 0.1, "trace": 0.01, "tail_fraction": 10.0}
@@ -260,6 +262,15 @@ CLAIMS: tuple[Claim, ...] = (
           "not claimed alone (its baseline also drops the weight decay)", GROKFAST_MLP,
           grokfast("mlp", "ema", 0.005), grokfast("mlp", "none", 0.005), planned=True,
           when=GROKFAST_MLP_WHEN),
+    Claim("Grokfast groks faster than its paper's baseline (reference task)",
+          "39,890 -> 910 steps (43.84x)", GROKFAST_REF,
+          "grokfast.kind=ema,optim.weight_decay=0.005", "grokfast.kind=none,optim.weight_decay=0",
+          factor=43.84, planned=True,
+          when=GROKFAST_REF_WHEN),
+    Claim("Grokfast's filter alone speeds grokking at weight decay 0.005 (reference task)",
+          "not claimed alone (its baseline also drops the weight decay)", GROKFAST_REF,
+          "grokfast.kind=ema,optim.weight_decay=0.005",
+          "grokfast.kind=none,optim.weight_decay=0.005", planned=True, when=GROKFAST_REF_WHEN),
     Claim("GeomDR accelerates the Transformer", "~2x", "../accelerators",
           "model.arch=transformer,accelerator.arm=geomdr",
           "model.arch=transformer,accelerator.arm=baseline", factor=2,
