@@ -155,7 +155,7 @@ def start_ray(
 
 
 REUSE_ACTORS = True
-"""Tune hands a finished trial's worker process to the next trial: a fresh worker costs ~5 s
+"""Tune hands a finished trial's worker process to the next trial: a fresh worker costs ~2.5 s
 per trial on 2 cores (bench_ray). A worker that dies before its reuse costs the next trial a
 retry, as a new worker's death does (sweepgrok.tune.reuse, applied by run_tuner)."""
 
