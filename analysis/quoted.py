@@ -202,6 +202,11 @@ ACC_ROWS = [
 ] + [("mlp", a) for a in ("baseline", "geomdr", "grokfast", "stablemax_perp",
                           "stablemax_perp+wd0")]  # fmt: skip
 
+def share(values: pd.Series) -> str:
+    """'3/8': how many runs have a value (a grok or fit step), of how many."""
+    return f"{int(values.notna().sum())}/{values.size}"
+
+
 def _grokfast_arms() -> str:
     """The Grokfast control's Transformer at weight decay 0.005: fit steps and best test
     accuracies, with and without the filter."""
@@ -210,7 +215,7 @@ def _grokfast_arms() -> str:
     ema, none = (runs[runs["grokfast.kind"] == kind] for kind in ("ema", "none"))
     peak = "peak_test_acc"
     return (
-        f"**{int(ema['grok_step_95'].notna().sum())}/{len(ema)} grokked** in both within "
+        f"**{share(ema['grok_step_95'])} grokked** in both within "
         f"{steps(runs['steps_run'].max())} steps (at 0.95). Every run fit its training set "
         f"(median fit step {steps(ema['fit_step'].median())} with the filter, "
         f"{steps(none['fit_step'].median())} without); the best test accuracy a run reached had a "
@@ -228,6 +233,12 @@ GROKFAST_ARMS = {
 them."""
 
 
+def grokfast_arms(runs: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """A Grokfast control's runs per arm, in GROKFAST_ARMS' order, with the prose's name."""
+    arms = dict(list(runs.groupby(["grokfast.kind", "optim.weight_decay"])))
+    return [(name, arms[key]) for key, name in GROKFAST_ARMS.items()]
+
+
 def _grokfast_mlp_arms() -> str:
     """The Grokfast control's MLP: grok counts per arm, fit steps, whether any test accuracy
     rose above its step-0 value, and where the weight norm and test loss ended."""
@@ -236,11 +247,8 @@ def _grokfast_mlp_arms() -> str:
     later = metrics[metrics["step"] > 0].groupby("run_id")["test_acc"].max()
     start = metrics[metrics["step"] == 0].set_index("run_id")["test_acc"]
     last = last_values(metrics, ["weight_norm", "test_loss"]).reindex(runs.index)
-    arms = dict(list(runs.groupby(["grokfast.kind", "optim.weight_decay"])))
-    cells = {name: (arms[key], last.loc[arms[key].index].median())
-             for key, name in GROKFAST_ARMS.items()}
-    grokked = ", ".join(f"{int(a['grok_step_95'].notna().sum())}/{len(a)} {name}"
-                        for name, (a, _) in cells.items())
+    cells = {name: (arm, last.loc[arm.index].median()) for name, arm in grokfast_arms(runs)}
+    grokked = ", ".join(f"{share(a['grok_step_95'])} {name}" for name, (a, _) in cells.items())
     ends = "; ".join(f"{m['weight_norm_last']:.0f} and {m['test_loss_last']:.0f} {name}"
                      for name, (_, m) in cells.items())
     above = int((later > start.reindex(later.index)).sum())
@@ -261,14 +269,13 @@ def _grokfast_ref_arms() -> str:
     last = last_values(metrics, ["weight_norm", "train_acc"]).reindex(runs.index)
     start = metrics.loc[metrics["step"] == 0, "test_acc"].max()
     wall = metrics.groupby("run_id")["wall_time"].max().reindex(runs.index) / 60
-    arms = dict(list(runs.groupby(["grokfast.kind", "optim.weight_decay"])))
-    cells = [(name, arms[key]) for key, name in GROKFAST_ARMS.items()]
+    cells = grokfast_arms(runs)
 
     def each(cell: Callable[[pd.DataFrame], str]) -> str:
         return ", ".join(f"{cell(arm)} {name}" for name, arm in cells)
 
     def count(column: str) -> Callable[[pd.DataFrame], str]:
-        return lambda arm: f"{int(arm[column].notna().sum())}/{len(arm)}"
+        return lambda arm: share(arm[column])
 
     def median(values: pd.Series, form: str) -> Callable[[pd.DataFrame], str]:
         return lambda arm: format(values.loc[arm.index].median(), form)
@@ -299,9 +306,7 @@ def _s5() -> str:
     runs = pd.read_csv(SUMMARIES / S5 / "runs.csv")
     metrics = pd.read_parquet(SUMMARIES / S5 / "metrics.parquet")
     train = last_values(metrics, ["train_acc"])["train_acc_last"]
-    counts = runs.groupby(["model.norm", "optim.weight_decay"])["grok_step_95"].agg(
-        lambda t: f"{int(t.notna().sum())}/{t.size}"
-    )
+    counts = runs.groupby(["model.norm", "optim.weight_decay"])["grok_step_95"].agg(share)
     grokked = "no run grokked" if runs["grok_step_95"].isna().all() else "some runs grokked"
     return (f"**{grokked.capitalize()}** ({', '.join(counts)} by group, budget "
             f"{steps(runs['steps_run'].max())}): train accuracy ended at "

@@ -156,8 +156,9 @@ def start_ray(
 
 REUSE_ACTORS = True
 """Tune hands a finished trial's worker process to the next trial: a fresh worker costs ~2.5 s
-per trial on 2 cores (bench_ray). A worker that dies before its reuse costs the next trial a
-retry, as a new worker's death does (sweepgrok.tune.reuse, applied by run_tuner)."""
+per trial on 2 cores, importing torch and the trainer again (bench_ray; the slow tests took 19
+minutes instead of 12). A worker that dies before its reuse costs the next trial a retry, as a
+new worker's death does (sweepgrok.tune.reuse, applied by run_tuner)."""
 
 
 def trial_dirname(trial: Any) -> str:

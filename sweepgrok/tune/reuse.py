@@ -11,10 +11,8 @@ errors at once, whatever ``max_failures`` says, and the sweep ends with a failed
 and stay marked as resetting.) ``retry_failed_resets`` counts one death once: a failed reset
 of a trial already retried is dropped; one heard first is handled as ``_actor_failed`` does.
 
-A fresh worker per trial (``reuse_actors=False``) would avoid the reset, at ~2.5 s per trial
-on a 2-core machine (importing torch and the trainer again; ``benchmarks/bench_ray.py``: 8
-trivial trials took 2x as long): minutes on a sweep of short trials, and the slow tests took 19
-minutes instead of 12.
+A fresh worker per trial would avoid the reset; why sweepgrok reuses them instead:
+``sweepgrok.tune.grid.REUSE_ACTORS``.
 """
 
 from __future__ import annotations
