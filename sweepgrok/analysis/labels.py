@@ -29,6 +29,7 @@ KEY_LABELS = {
     "geomdr.ramp_steps": "T_ramp",
     "geomdr.subsample": "subsample",
     "grokfast.kind": "Grokfast",
+    "optim.optimizer": "optimizer",
     "optim.loss": "loss",
     "optim.perpendicular_grad": "perp grad",
     "accelerator.arm": "arm",  # derived by analysis/accelerator_summary.py: the lever a run pulls

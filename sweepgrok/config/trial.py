@@ -34,6 +34,7 @@ MatmulPrecision = Literal["highest", "high"]
 GeomDRPenalty = Literal["tail", "tail_fraction", "trace"]
 GeomDRSolver = Literal["eigh", "subspace"]
 LossName = Literal["cross_entropy", "stablemax"]
+OptimizerName = Literal["adamw", "adam"]
 GrokfastKind = Literal["none", "ema", "ma"]
 
 
@@ -178,14 +179,20 @@ class ModelConfig(_Section):
 
 
 class OptimConfig(_Section):
+    optimizer: OptimizerName = "adamw"
+    """adamw (both papers: the decay shrinks each weight by lr * weight_decay * w per step,
+    outside Adam's moments), or adam (Adam with an L2 term: weight_decay * w is added to the
+    gradient after the Grokfast filter and the perpendicular gradient, and goes through Adam's
+    moments; the optimizer of Grokfast's reference code). Elementwise either way, so packed
+    seeds stay independent."""
     lr: float = Field(1e-3, gt=0.0)
-    """AdamW learning rate (constant after warmup; no schedule)."""
+    """Learning rate (constant after warmup; no schedule)."""
     weight_decay: float = Field(1.0, ge=0.0)
-    """AdamW decoupled weight decay."""
+    """Weight decay: decoupled under adamw, the L2 coefficient under adam (see optimizer)."""
     betas: tuple[float, float] = Field((0.9, 0.98), strict=False)  # a YAML list is fine
-    """AdamW (beta1, beta2)."""
+    """Adam's (beta1, beta2)."""
     eps: float = Field(1e-8, gt=0.0)
-    """AdamW epsilon."""
+    """Adam's epsilon."""
     batch_size: int | None = Field(None, ge=1, le=MAX_P**2)
     """Minibatch size; null = full batch (the papers). At most the largest table (p = 2000:
     4e6 pairs); a batch larger than the training set is the full batch."""
@@ -199,7 +206,7 @@ class OptimConfig(_Section):
     stablemax (Prieto et al. 2025: s(x) = x + 1 for x >= 0, 1 / (1 - x) below, in place of exp).
     Accuracy is the argmax either way."""
     perpendicular_grad: bool = False
-    """Perpendicular gradient (Prieto et al. 2025): before the AdamW step, remove from every
+    """Perpendicular gradient (Prieto et al. 2025): before the optimizer step, remove from every
     parameter tensor's gradient, per member, its component along that tensor's weights,
     g - (g.w / ||w||^2) w (a tensor whose weights are all 0 keeps g); after the Grokfast filter."""
 
@@ -251,7 +258,7 @@ MAX_GROKFAST_WINDOW = 1_000
 
 class GrokfastConfig(_Section):
     kind: GrokfastKind = "none"
-    """Grokfast gradient filter (Lee et al. 2024), applied before the AdamW step, per member:
+    """Grokfast gradient filter (Lee et al. 2024), applied before the optimizer step, per member:
     none; ema (g + lam * h, h <- alpha h + (1 - alpha) g, h starting at the first gradient); ma
     (g + lam * mean of the last `window` gradients, once `window` gradients were seen)."""
     alpha: float = Field(0.98, ge=0.0, lt=1.0)
@@ -308,11 +315,11 @@ class TrainConfig(_Section):
     resources.gpu). cuda on a machine without CUDA: `train` exits with the error before
     training; `validate` only warns (the file may be meant for a GPU machine)."""
     cuda_graph: CudaGraph = "auto"
-    """Replay the whole training step (forward, loss, backward, gradient shaping, AdamW) as one
-    captured CUDA graph: auto = on a CUDA device, off on a CPU. A step that cannot be captured
+    """Replay the whole training step (forward, loss, backward, gradient shaping, optimizer step)
+    as one captured CUDA graph: auto = on a CUDA device, off on a CPU. A step that cannot be captured
     (minibatches, geomdr.subsample < 1, geomdr.solver eigh, grokfast ma) runs eagerly, said
     once in the log. on = as auto, but a CPU device is an error. Same arithmetic either way:
-    on CUDA the optimizer is always the fused, capturable AdamW."""
+    on CUDA the optimizer is always the fused, capturable Adam(W)."""
     matmul_precision: MatmulPrecision = "highest"
     """float32 matrix products: highest = full float32; high = TensorFloat-32 on GPUs that have
     it (faster, ~10 mantissa bits per operand; embedding lookups on CUDA are products too, so

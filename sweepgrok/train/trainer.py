@@ -9,8 +9,8 @@ Loop habits: data resident on the device; no host sync inside a step (the only s
 evaluations, one per evaluation); evaluation under ``torch.no_grad``; the last block computes
 only the readout position. Members are independent: the loss is the sum of per-member mean
 losses, the gradient shaping (``sweepgrok.train.accelerators``: Grokfast, perpendicular gradient) is
-per member and AdamW is elementwise, so each member follows exactly the trajectory it would
-alone.
+per member and the optimizer (AdamW, or Adam with an L2 term) is elementwise, so each member
+follows exactly the trajectory it would alone.
 """
 
 from __future__ import annotations
@@ -42,6 +42,10 @@ from sweepgrok.train.models import build_model, is_decayed
 CHECKPOINT_FILE = "trainer.pt"
 CHECKPOINT_VERSION = 1
 """Layout of trainer.pt (Trainer.save_checkpoint); load_checkpoint refuses any other."""
+OPTIMIZERS: dict[str, type[torch.optim.Adam] | type[torch.optim.AdamW]] = {
+    "adamw": torch.optim.AdamW, "adam": torch.optim.Adam}
+"""optim.optimizer -> its torch class (both take the same arguments; weight_decay is decoupled
+in AdamW, an L2 term added to the gradient in Adam)."""
 # Distinct streams per member so minibatch order and GeomDR subsets never share draws.
 _BATCH_STREAM, _GEOMDR_STREAM, _GEOMETRY_STREAM, _GEOMETRY_TEST_STREAM = 1, 2, 3, 4
 
@@ -181,13 +185,13 @@ class Trainer:
         groups = [{"params": decay, "weight_decay": o.weight_decay}]
         if rest:
             groups.append({"params": rest, "weight_decay": 0.0})
+        kind = OPTIMIZERS[o.optimizer]
         if self.device.type == "cuda":
             # One fused kernel per parameter group, step counts on the device: a CUDA graph can
             # replay it (capturable), and eager and graph runs do the same arithmetic.
-            return torch.optim.AdamW(groups, lr=o.lr, betas=o.betas, eps=o.eps, fused=True,
-                                     capturable=True)
+            return kind(groups, lr=o.lr, betas=o.betas, eps=o.eps, fused=True, capturable=True)
         # foreach: one kernel per op over all parameters instead of a Python loop.
-        return torch.optim.AdamW(groups, lr=o.lr, betas=o.betas, eps=o.eps, foreach=True)
+        return kind(groups, lr=o.lr, betas=o.betas, eps=o.eps, foreach=True)
 
     # ---- one step -----------------------------------------------------------------------
 

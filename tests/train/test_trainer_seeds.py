@@ -76,8 +76,11 @@ def _separate(cfg: Config, on_eval=None) -> list[ListSink]:
      # The accelerators, per member: Grokfast's EMA state, the StableMax loss and the
      # perpendicular gradient (no seed groks within this budget).
      ({"grokfast.kind": "ema", "optim.loss": "stablemax", "optim.perpendicular_grad": True},
-      False)],
-    ids=["full-batch", "minibatch-geomdr", "grokfast-ema-stablemax-perpendicular"],
+      False),
+     # Grokfast's reference optimizer: Adam with an L2 term (no seed groks in this budget).
+     ({"grokfast.kind": "ema", "optim.optimizer": "adam", "optim.weight_decay": 0.005}, False)],
+    ids=["full-batch", "minibatch-geomdr", "grokfast-ema-stablemax-perpendicular",
+         "grokfast-ema-adam-l2"],
 )
 def test_batched_seeds_equal_separate_runs_with_early_stops(extra, early_stops):
     cfg = from_flat({**BASE, **extra, "train.seeds": SEEDS})
