@@ -1,12 +1,13 @@
 """Commit the evaluated columns of a sweep beside its run summary, so that every grok and fit
 step a summary shows can be recomputed from committed files.
 
-    python -m analysis.evaluated SWEEP_DIR SUMMARY_DIR
+    python -m analysis.evaluated SWEEP_DIR... SUMMARY_DIR
 
 Writes SUMMARY_DIR/metrics.parquet (zstd): one row per (run, evaluated step) with the
 accuracies and losses (grok and fit steps), D_eff (the collapse onset), the weight norm, the
 Fourier concentrations and the wall clock.
-The sweep's own Parquet holds every column; these are the ones the summaries read.
+The sweep's own Parquet holds every column; these are the ones the summaries read. Several
+sweep folders feed one summary where its runs.csv pools them (the accelerator comparison).
 """
 
 from __future__ import annotations
@@ -30,11 +31,12 @@ weight_norm)."""
 FILE = "metrics.parquet"
 
 
-def write_evaluated(sweep_dir: Path, summary_dir: Path) -> Path:
-    """Write SUMMARY_DIR/metrics.parquet from the sweep's metrics/ Parquet: the runs of the
+def write_evaluated(sweep_dirs: Path | Sequence[Path], summary_dir: Path) -> Path:
+    """Write SUMMARY_DIR/metrics.parquet from the sweeps' metrics/ Parquet: the runs of the
     summary's runs.csv (the evaluations of runs that did not end, e.g. an interrupted
     sweep's, are not part of the summary)."""
-    metrics = read_metrics(sweep_dir)
+    dirs = [sweep_dirs] if isinstance(sweep_dirs, Path) else list(sweep_dirs)
+    metrics = pd.concat([read_metrics(d) for d in dirs], ignore_index=True)
     summarized = pd.read_csv(summary_dir / "runs.csv", usecols=["run_id"])["run_id"]
     metrics = metrics[metrics["run_id"].isin(set(summarized))]
     kept = metrics[[c for c in COLUMNS if c in metrics.columns]]
@@ -46,16 +48,16 @@ def write_evaluated(sweep_dir: Path, summary_dir: Path) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 2:
-        usage = "usage: python -m analysis.evaluated SWEEP_DIR SUMMARY_DIR"
+    if len(args) < 2:
+        usage = "usage: python -m analysis.evaluated SWEEP_DIR... SUMMARY_DIR"
         print(error_line(usage), file=sys.stderr)
         return USER_ERROR
-    sweep, summary = (Path(a) for a in args)
+    *sweeps, summary = (Path(a) for a in args)
     if not (summary / "runs.csv").is_file():
         missing = f"{summary}: no runs.csv (write it with sweepgrok report first)"
         print(error_line(missing), file=sys.stderr)
         return USER_ERROR
-    print(f"wrote {write_evaluated(sweep, summary)}")
+    print(f"wrote {write_evaluated(sweeps, summary)}")
     return 0
 
 

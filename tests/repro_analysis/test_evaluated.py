@@ -17,7 +17,9 @@ from analysis.last_values import DEFAULT_COLUMNS, last_values
 from sweepgrok.train.events import FIT_THRESHOLD
 
 SUMMARIES = Path(__file__).resolve().parents[2] / "analysis" / "reproduction"
-WITH_METRICS = sorted(p.parent.name for p in SUMMARIES.glob(f"*/{FILE}"))
+ACCELERATORS = "../accelerators"
+"""The accelerator comparison's summary (analysis/accelerators), beside the others."""
+WITH_METRICS = [*sorted(p.parent.name for p in SUMMARIES.glob(f"*/{FILE}")), ACCELERATORS]
 GROK_STEP_THRESHOLD = {"paper1_layernorm_h200": 0.95}
 """A summary whose runs.csv has one grok_step: its trial file's train.grok_threshold."""
 
@@ -37,7 +39,8 @@ def recomputed(sweep: str) -> dict[str, tuple[str, float]]:
 
 
 def test_the_summaries_with_evaluated_columns() -> None:
-    assert {"paper1_layernorm_h200", "repro3_dstar_cpu"} <= set(WITH_METRICS)
+    assert {"paper1_layernorm_h200", "repro3_dstar_cpu", ACCELERATORS} <= set(WITH_METRICS)
+    assert all((SUMMARIES / sweep / FILE).is_file() for sweep in WITH_METRICS)
 
 
 @pytest.mark.parametrize("sweep", WITH_METRICS)
@@ -98,6 +101,25 @@ def test_a_run_the_summary_leaves_out_keeps_no_evaluations(tmp_path: Path) -> No
     listed = set(pd.read_csv(summary / "runs.csv")["run_id"])
     assert set(written["run_id"]) == listed and len(listed) == 4
     assert len(written) == 4 * 11
+
+
+def test_two_sweeps_pooled_in_one_summary_keep_both_sweeps_evaluations(tmp_path: Path) -> None:
+    # the accelerator comparison: accelerators and accelerators_perp_wd0 in one runs.csv
+    first = write_sweep(tmp_path / "first", GROKS)
+    second = write_sweep(tmp_path / "second", GROKS)
+    summary = tmp_path / "summary"
+    summary.mkdir()
+    from sweepgrok.store.sink import read_runs
+
+    run_ids = sorted([*read_runs(first)["run_id"], *read_runs(second)["run_id"]])
+    pd.DataFrame({"run_id": run_ids}).to_csv(summary / "runs.csv")
+    run = subprocess.run(
+        [sys.executable, "-m", "analysis.evaluated", str(first), str(second), str(summary)],
+        capture_output=True, text=True, cwd=SUMMARIES.parents[1],
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    written = pd.read_parquet(summary / FILE)
+    assert sorted(set(written["run_id"])) == run_ids and len(written) == 12 * 11
 
 
 def test_a_summary_folder_without_runs_csv_is_refused(tmp_path: Path) -> None:
