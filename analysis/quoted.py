@@ -236,7 +236,7 @@ them."""
 def grokfast_arms(runs: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     """A Grokfast control's runs per arm, in GROKFAST_ARMS' order, with the prose's name."""
     arms = dict(list(runs.groupby(["grokfast.kind", "optim.weight_decay"])))
-    return [(name, arms[key]) for key, name in GROKFAST_ARMS.items()]
+    return [(name, arms[key]) for key, name in GROKFAST_ARMS.items() if key in arms]
 
 
 def _grokfast_mlp_arms() -> str:
@@ -261,11 +261,14 @@ def _grokfast_mlp_arms() -> str:
     )
 
 
-def _grokfast_ref_arms() -> str:
-    """The Grokfast control on its reference task: grok counts, runs that fit their training set
-    (0.99), the median best test accuracy and the median weight norm at the end, per arm."""
-    runs = pd.read_csv(SUMMARIES / GROKFAST_REF / "runs.csv").set_index("run_id")
-    metrics = pd.read_parquet(SUMMARIES / GROKFAST_REF / "metrics.parquet")
+def _grokfast_ref_arms(
+    sweep: str = GROKFAST_REF, title: str = "Reference task", shared: str = "the tests"
+) -> str:
+    """A Grokfast control on its reference task: grok counts, runs that fit their training set
+    (0.99), the median best test accuracy and the median weight norm at the end, per arm;
+    `shared`: what else ran on the 2 cores."""
+    runs = pd.read_csv(SUMMARIES / sweep / "runs.csv").set_index("run_id")
+    metrics = pd.read_parquet(SUMMARIES / sweep / "metrics.parquet")
     last = last_values(metrics, ["weight_norm", "train_acc"]).reindex(runs.index)
     start = metrics.loc[metrics["step"] == 0, "test_acc"].max()
     wall = metrics.groupby("run_id")["wall_time"].max().reindex(runs.index) / 60
@@ -281,14 +284,14 @@ def _grokfast_ref_arms() -> str:
         return lambda arm: format(values.loc[arm.index].median(), form)
 
     return (
-        f"Reference task: **{each(count('grok_step_95'))}** grokked within "
+        f"{title}: **{each(count('grok_step_95'))}** grokked within "
         f"{steps(runs['steps_run'].max())} steps (at 0.95). Runs that fit their training set "
         f"(0.99): {each(count('fit_step'))}; median best test accuracy "
         f"{each(median(runs['peak_test_acc'], '.2f'))} (at step 0 at most {start:.3f}; chance "
         f"1/97 = {1 / 97:.3f}); at the end, median train accuracy "
         f"{each(median(last['train_acc_last'], '.2f'))} and weight norm "
         f"{each(median(last['weight_norm_last'], '.0f'))}; minutes of wall clock per arm (8 "
-        f"seeds packed; 2 cores, at times shared with the tests) {each(median(wall, '.0f'))}"
+        f"seeds packed; 2 cores, at times shared with {shared}) {each(median(wall, '.0f'))}"
     )
 
 
