@@ -168,9 +168,33 @@ def _acc_row(arch: str, arm: str) -> str:
     return f"| {name} | {shown} | {g['n_grokked']}/{g['n']} | {km} | {speed} | {p} |"
 
 
-def _acc(arm: str) -> pd.Series:
+def _acc(arm: str, arch: str = "transformer") -> pd.Series:
     table = groups(ACC)
-    return table[(table["model.arch"] == "transformer") & (table["accelerator.arm"] == arm)].iloc[0]
+    return table[(table["model.arch"] == arch) & (table["accelerator.arm"] == arm)].iloc[0]
+
+
+def _acc_x(arm: str, arch: str) -> str:
+    """'3.84x': an arm's speed-up over its architecture's plain model."""
+    return f"{_acc(arm, arch)['speedup']:.2f}x"
+
+
+def _acc_perp_wd0() -> str:
+    """The Transformer's StableMax + perpendicular-gradient arm without weight decay: its grok
+    steps, and where the other runs ended (test and train accuracy at the budget)."""
+    runs = pd.read_csv(SUMMARIES / ACC / "runs.csv")
+    arm = runs[(runs["model.arch"] == "transformer")
+               & (runs["accelerator.arm"] == "stablemax_perp+wd0")].set_index("run_id")
+    grok = arm["grok_step_95"].dropna().sort_values()
+    metrics = pd.read_parquet(SUMMARIES / ACC / "metrics.parquet")
+    rest = last_values(metrics, ["test_acc", "train_acc"]).loc[arm.index.difference(grok.index)]
+    at = ", ".join(steps(t) for t in grok.iloc[:-1]) + f" and {steps(grok.iloc[-1])}"
+    test, train = rest["test_acc_last"], rest["train_acc_last"]
+    return (
+        f"without decay {len(grok)} of {len(arm)} runs reach 0.95 within "
+        f"{steps(arm['steps_run'].max())} steps (at {at} steps), and the other {len(rest)} end "
+        f"at {test.min():.3f}-{test.max():.3f} test accuracy (train accuracy "
+        f"{train.min():.2f}-{train.max():.2f})"
+    )
 
 
 def _seed_row(sweep: str, where: dict[str, object], note: str = "") -> str:
@@ -510,6 +534,11 @@ QUOTES: tuple[Quote, ...] = (
           f"{p2(_acc('geomdr')['p'])}, {_acc('geomdr')['n_grokked']} of 8 grokked in each arm"),
     # The accelerator comparison, and README's summary of it.
     *(Quote(ACCELERATORS, partial(_acc_row, *a)) for a in ACC_ROWS),
+    Quote(ACCELERATORS, lambda: f"GeomDR speeds up the MLP ({_acc_x('geomdr', 'mlp')})"),
+    Quote(ACCELERATORS, lambda: f"on both models ({_acc_x('grokfast', 'transformer')}, "
+          f"{_acc_x('grokfast', 'mlp')}; the MLP"),
+    Quote(ACCELERATORS, lambda: f"(delay ~0; {_acc_x('stablemax_perp+wd0', 'mlp')} without"),
+    Quote(ACCELERATORS, _acc_perp_wd0),
     Quote("README.md", lambda: f"the sphere groks {ratio(_acc('sphere'))} sooner than the plain "
           f"model, uniform attention {_acc('uniform')['speedup']:.2f}x"),
 )  # fmt: skip
