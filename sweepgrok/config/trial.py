@@ -316,9 +316,9 @@ class TrainConfig(_Section):
     training; `validate` only warns (the file may be meant for a GPU machine)."""
     cuda_graph: CudaGraph = "auto"
     """Replay the whole training step (forward, loss, backward, gradient shaping, optimizer step)
-    as one captured CUDA graph: auto = on a CUDA device, off on a CPU. A step that cannot be captured
-    (minibatches, geomdr.subsample < 1, geomdr.solver eigh, grokfast ma) runs eagerly, said
-    once in the log. on = as auto, but a CPU device is an error. Same arithmetic either way:
+    as one captured CUDA graph: auto = on a CUDA device, off on a CPU. A step that cannot be
+    captured (minibatches, geomdr.subsample < 1, geomdr.solver eigh, grokfast ma) runs eagerly,
+    said once in the log. on = as auto, but a CPU device is an error. Same arithmetic either way:
     on CUDA the optimizer is always the fused, capturable Adam(W)."""
     matmul_precision: MatmulPrecision = "highest"
     """float32 matrix products: highest = full float32; high = TensorFloat-32 on GPUs that have

@@ -21,7 +21,10 @@ TINY = tiny_config({"task.p": 11, "train.threads": 1, "optim.lr": LR, "optim.wei
                     "optim.eps": EPS, "train.device": "cpu"})
 
 
-def _first_step(optimizer: str) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
+Tensors = list[torch.Tensor]
+
+
+def _first_step(optimizer: str) -> tuple[Tensors, Tensors, Tensors]:
     """(weights before, raw task gradients, weights after) of every parameter with a gradient."""
     trainer = Trainer(from_flat({**TINY, "optim.optimizer": optimizer}))
     params = list(trainer.model.parameters())
