@@ -126,6 +126,8 @@ GROKFAST_MLP = "repro3_grokfast_mlp_cpu"
 GROKFAST_MLP_WHEN = "claim 65faed3, grid 5cf1f11, summary 3f7c264"
 GROKFAST_REF = "repro3_grokfast_ref_cpu"
 GROKFAST_REF_WHEN = "claim and grid 3fdb384, summary dcd3436"
+GROKFAST_ADAM = "repro3_grokfast_adam_cpu"
+GROKFAST_ADAM_WHEN = "claim and grid 93fb80d, summary 7c2e793"
 SLOW = "repro3_slow_cpu"
 SLOW_WHEN = "claim fd645d3, summary adb10f9"
 BEST = {"tail": 0.1, "trace": 0.01, "tail_fraction": 10.0}
@@ -271,10 +273,14 @@ CLAIMS: tuple[Claim, ...] = (
           "not claimed alone (its baseline also drops the weight decay)", GROKFAST_REF,
           "grokfast.kind=ema,optim.weight_decay=0.005",
           "grokfast.kind=none,optim.weight_decay=0.005", planned=True, when=GROKFAST_REF_WHEN),
+    Claim("Grokfast groks faster than its paper's baseline (reference optimizer)",
+          "39,890 -> 910 steps (43.84x)", GROKFAST_ADAM,
+          "grokfast.kind=ema,optim.weight_decay=0.005", "grokfast.kind=none,optim.weight_decay=0",
+          factor=43.84, planned=True, when=GROKFAST_ADAM_WHEN),
     Claim("GeomDR accelerates the Transformer", "~2x", "../accelerators",
           "model.arch=transformer,accelerator.arm=geomdr",
           "model.arch=transformer,accelerator.arm=baseline", factor=2,
-          planned=True, when="claim 5acea69, summary 805613a"),
+          planned=True, when="claim 5acea69, summary 805613a; rerun b3fc227"),
 )  # fmt: skip
 """The claims of analysis/REPRODUCTION.md, in the table's order."""
 
