@@ -28,6 +28,7 @@ from analysis.claims import (
     DSTAR,
     GRID,
     GROKFAST,
+    GROKFAST_ADAM,
     GROKFAST_MLP,
     GROKFAST_REF,
     P1,
@@ -510,6 +511,8 @@ QUOTES: tuple[Quote, ...] = (
     Quote(REPRODUCTION, _grokfast_arms),
     Quote(REPRODUCTION, _grokfast_mlp_arms),
     Quote(REPRODUCTION, _grokfast_ref_arms),
+    Quote(REPRODUCTION, partial(_grokfast_ref_arms, GROKFAST_ADAM, "Reference optimizer",
+                                "other sweeps")),
     # Division, subsample, the Transformer.
     Quote(REPRODUCTION, lambda: "KM medians "
           f"{steps(line('repro2_division_cpu', 'GeomDR=false')['km_median'])} without GeomDR and "
