@@ -128,6 +128,9 @@ GROKFAST_REF = "repro3_grokfast_ref_cpu"
 GROKFAST_REF_WHEN = "claim and grid 3fdb384, summary dcd3436"
 GROKFAST_ADAM = "repro3_grokfast_adam_cpu"
 GROKFAST_ADAM_WHEN = "claim and grid 93fb80d, summary 7c2e793"
+GROKFAST_L2 = "repro3_grokfast_l2_cpu"
+GROKFAST_L2_WHEN = "claim and grid 77927c4, summary 1104f3f"
+GROKFAST_SEP = "repro3_grokfast_sep_cpu"
 SLOW = "repro3_slow_cpu"
 SLOW_WHEN = "claim fd645d3, summary adb10f9"
 BEST = {"tail": 0.1, "trace": 0.01, "tail_fraction": 10.0}
@@ -277,6 +280,9 @@ CLAIMS: tuple[Claim, ...] = (
           "39,890 -> 910 steps (43.84x)", GROKFAST_ADAM,
           "grokfast.kind=ema,optim.weight_decay=0.005", "grokfast.kind=none,optim.weight_decay=0",
           factor=43.84, planned=True, when=GROKFAST_ADAM_WHEN),
+    Claim("Grokfast's filter alone speeds grokking at L2 0.005 (reference optimizer)",
+          "not claimed alone (its baseline also drops the L2 term)", GROKFAST_L2,
+          "grokfast.kind=ema", "grokfast.kind=none", planned=True, when=GROKFAST_L2_WHEN),
     Claim("GeomDR accelerates the Transformer", "~2x", "../accelerators",
           "model.arch=transformer,accelerator.arm=geomdr",
           "model.arch=transformer,accelerator.arm=baseline", factor=2,

@@ -29,8 +29,10 @@ from analysis.claims import (
     GRID,
     GROKFAST,
     GROKFAST_ADAM,
+    GROKFAST_L2,
     GROKFAST_MLP,
     GROKFAST_REF,
+    GROKFAST_SEP,
     P1,
     P1_SIZE,
     P2,
@@ -320,6 +322,33 @@ def _grokfast_ref_arms(
     )
 
 
+def _grokfast_sep_cells() -> str:
+    """The optimizer x norm follow-up: each cell's grok count, KM median and grok-step range,
+    runs that fit their training set and the median best test accuracy."""
+    runs = pd.read_csv(SUMMARIES / GROKFAST_SEP / "runs.csv")
+    budget = steps(runs["steps_run"].max())
+    cells = []
+    for (optimizer, norm), arm in runs.groupby(["optim.optimizer", "model.norm"]):
+        name = f"{'Adam with an L2 term' if optimizer == 'adam' else 'AdamW'}, norm {norm}"
+        grok = arm["grok_step_95"].dropna()
+        when = (f"KM median {steps(km_median(*times_and_censoring(arm, 0.95)))}, grok steps "
+                f"{steps(grok.min())}-{steps(grok.max())}" if len(grok) else f"within {budget}")
+        cells.append(f"**{share(arm['grok_step_95'])} grokked with {name}** ({when}; "
+                     f"{share(arm['fit_step'])} fit their training set, median best test "
+                     f"accuracy {arm['peak_test_acc'].median():.2f})")
+    return "; ".join(cells)
+
+
+def _grokfast_l2_arms() -> str:
+    """The filter-alone follow-up: grok counts and grok-step ranges per arm."""
+    runs = pd.read_csv(SUMMARIES / GROKFAST_L2 / "runs.csv")
+    parts = []
+    for kind, name in (("ema", "with the filter"), ("none", "without it")):
+        grok = runs.loc[runs["grokfast.kind"] == kind, "grok_step_95"]
+        parts.append(f"{share(grok)} {name} (grok steps {steps(grok.min())}-{steps(grok.max())})")
+    return "At L2 0.005: " + ", ".join(parts)
+
+
 def _p1_fourier_medians() -> str:
     """The paper-1 twin's median last Fourier concentration, sphere (wd 1) and LayerNorm."""
     runs = pd.read_csv(SUMMARIES / P1 / "runs.csv")
@@ -513,6 +542,8 @@ QUOTES: tuple[Quote, ...] = (
     Quote(REPRODUCTION, _grokfast_ref_arms),
     Quote(REPRODUCTION, partial(_grokfast_ref_arms, GROKFAST_ADAM, "Reference optimizer",
                                 "other sweeps")),
+    Quote(REPRODUCTION, _grokfast_sep_cells),
+    Quote(REPRODUCTION, _grokfast_l2_arms),
     # Division, subsample, the Transformer.
     Quote(REPRODUCTION, lambda: "KM medians "
           f"{steps(line('repro2_division_cpu', 'GeomDR=false')['km_median'])} without GeomDR and "

@@ -185,3 +185,13 @@ def test_the_paper2_twins_rerun_repeats_the_dstar_controls_d16_arm_bit_for_bit()
     d16 = arm_metrics("repro3_dstar_cpu", {"geomdr.target_dim": 16})
     assert sorted(set(rerun["seed"])) == list(range(1, 9))
     pd.testing.assert_frame_equal(rerun[d16.columns], d16, check_exact=True)
+
+
+def test_the_filter_alone_control_repeats_the_reference_optimizers_filter_arm_bit_for_bit() -> None:
+    # REPRODUCTION.md: repro3_grokfast_l2_cpu's filter arm is repro3_grokfast_adam_cpu's again
+    # (the same config, codes 93fb80d and 77927c4); only the wall clock differs.
+    where = {"grokfast.kind": "ema"}
+    first = arm_metrics("repro3_grokfast_adam_cpu", where).drop(columns="wall_time")
+    again = arm_metrics("repro3_grokfast_l2_cpu", where).drop(columns="wall_time")
+    assert sorted(set(first["seed"])) == list(range(1, 9))
+    pd.testing.assert_frame_equal(again, first, check_exact=True)
