@@ -131,6 +131,8 @@ GROKFAST_ADAM_WHEN = "claim and grid 93fb80d, summary 7c2e793"
 GROKFAST_L2 = "repro3_grokfast_l2_cpu"
 GROKFAST_L2_WHEN = "claim and grid 77927c4, summary 1104f3f"
 GROKFAST_SEP = "repro3_grokfast_sep_cpu"
+GROKFAST_TWIN_L2 = "repro3_grokfast_twin_l2_cpu"
+GROKFAST_TWIN_L2_WHEN = "claim and grid b6f4579, summary de05711"
 SLOW = "repro3_slow_cpu"
 SLOW_WHEN = "claim fd645d3, summary adb10f9"
 BEST = {"tail": 0.1, "trace": 0.01, "tail_fraction": 10.0}
@@ -283,6 +285,11 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("Grokfast's filter alone speeds grokking at L2 0.005 (reference optimizer)",
           "not claimed alone (its baseline also drops the L2 term)", GROKFAST_L2,
           "grokfast.kind=ema", "grokfast.kind=none", planned=True, when=GROKFAST_L2_WHEN),
+    *(Claim(f"Grokfast's filter alone speeds grokking at L2 0.005 ({name} twin, reference "
+            "optimizer)", "not claimed alone (its baseline also drops the L2 term)",
+            GROKFAST_TWIN_L2, f"model.arch={arch},grokfast.kind=ema",
+            f"model.arch={arch},grokfast.kind=none", planned=True, when=GROKFAST_TWIN_L2_WHEN)
+      for arch, name in (("transformer", "Transformer"), ("mlp", "MLP"))),
     Claim("GeomDR accelerates the Transformer", "~2x", "../accelerators",
           "model.arch=transformer,accelerator.arm=geomdr",
           "model.arch=transformer,accelerator.arm=baseline", factor=2,

@@ -33,6 +33,7 @@ from analysis.claims import (
     GROKFAST_MLP,
     GROKFAST_REF,
     GROKFAST_SEP,
+    GROKFAST_TWIN_L2,
     P1,
     P1_SIZE,
     P2,
@@ -349,6 +350,21 @@ def _grokfast_l2_arms() -> str:
     return "At L2 0.005: " + ", ".join(parts)
 
 
+def _grokfast_twin_l2() -> str:
+    """The twins under Adam with an L2 term: grok counts, KM medians and grok-step ranges per
+    twin and arm, and the latest grok step of all."""
+    runs = pd.read_csv(SUMMARIES / GROKFAST_TWIN_L2 / "runs.csv")
+    parts = []
+    for arch, name in (("transformer", "Transformer"), ("mlp", "MLP")):
+        for kind, arm in (("ema", "with the filter"), ("none", "without")):
+            cell = runs[(runs["model.arch"] == arch) & (runs["grokfast.kind"] == kind)]
+            grok = cell["grok_step_95"]
+            km = km_median(*times_and_censoring(cell, 0.95))
+            parts.append(f"{name} {arm} {share(grok)} (KM median {steps(km)}, "
+                         f"{steps(grok.min())}-{steps(grok.max())})")
+    return f"grokked within {steps(runs['grok_step_95'].max())} steps: " + "; ".join(parts)
+
+
 def _p1_fourier_medians() -> str:
     """The paper-1 twin's median last Fourier concentration, sphere (wd 1) and LayerNorm."""
     runs = pd.read_csv(SUMMARIES / P1 / "runs.csv")
@@ -544,6 +560,7 @@ QUOTES: tuple[Quote, ...] = (
                                 "other sweeps")),
     Quote(REPRODUCTION, _grokfast_sep_cells),
     Quote(REPRODUCTION, _grokfast_l2_arms),
+    Quote(REPRODUCTION, _grokfast_twin_l2),
     # Division, subsample, the Transformer.
     Quote(REPRODUCTION, lambda: "KM medians "
           f"{steps(line('repro2_division_cpu', 'GeomDR=false')['km_median'])} without GeomDR and "
