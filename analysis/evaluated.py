@@ -31,12 +31,11 @@ weight_norm)."""
 FILE = "metrics.parquet"
 
 
-def write_evaluated(sweep_dirs: Path | Sequence[Path], summary_dir: Path) -> Path:
+def write_evaluated(sweep_dirs: Sequence[Path], summary_dir: Path) -> Path:
     """Write SUMMARY_DIR/metrics.parquet from the sweeps' metrics/ Parquet: the runs of the
     summary's runs.csv (the evaluations of runs that did not end, e.g. an interrupted
     sweep's, are not part of the summary)."""
-    dirs = [sweep_dirs] if isinstance(sweep_dirs, Path) else list(sweep_dirs)
-    metrics = pd.concat([read_metrics(d) for d in dirs], ignore_index=True)
+    metrics = pd.concat([read_metrics(d) for d in sweep_dirs], ignore_index=True)
     summarized = pd.read_csv(summary_dir / "runs.csv", usecols=["run_id"])["run_id"]
     metrics = metrics[metrics["run_id"].isin(set(summarized))]
     kept = metrics[[c for c in COLUMNS if c in metrics.columns]]

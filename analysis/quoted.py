@@ -86,6 +86,21 @@ def p2(x: float) -> str:
     return f"{x:.2g}"
 
 
+def share(values: pd.Series) -> str:
+    """'3/8': how many runs have a value (a grok or fit step), of how many."""
+    return f"{int(values.notna().sum())}/{values.size}"
+
+
+def span(values: pd.Series) -> str:
+    """'750-1,700': the smallest and largest value (steps)."""
+    return f"{steps(values.min())}-{steps(values.max())}"
+
+
+def km95(runs: pd.DataFrame) -> float:
+    """The Kaplan-Meier median grok step of these runs at test accuracy 0.95."""
+    return km_median(*times_and_censoring(runs, 0.95))
+
+
 P2_BASE = "GeomDR=false, GeomDR penalty=tail, budget=6000"
 P2_GEOMDR = "GeomDR=true, GeomDR penalty=tail, budget=6000"
 ACC = "../accelerators"
@@ -208,7 +223,7 @@ def _seed_row(sweep: str, where: dict[str, object], note: str = "") -> str:
         runs = runs[runs[key] == value]
     runs = runs.sort_values("train.seed")
     cells = [steps(t) if pd.notna(t) else "-" for t in runs["grok_step_95"]]
-    km = km_median(*times_and_censoring(runs, 0.95))
+    km = km95(runs)
     commit = str(runs["git_commit"].iloc[0])
     code = f"code {commit[:7]}" if re.fullmatch(r"[0-9a-f]{40}", commit) else "code unknown"
     arm = f"`{sweep}`" + (f" {note}" if note else "")
@@ -229,10 +244,6 @@ ACC_ROWS = [
               "stablemax_perp+wd0")
 ] + [("mlp", a) for a in ("baseline", "geomdr", "grokfast", "stablemax_perp",
                           "stablemax_perp+wd0")]  # fmt: skip
-
-def share(values: pd.Series) -> str:
-    """'3/8': how many runs have a value (a grok or fit step), of how many."""
-    return f"{int(values.notna().sum())}/{values.size}"
 
 
 def _grokfast_arms() -> str:
@@ -332,8 +343,8 @@ def _grokfast_sep_cells() -> str:
     for (optimizer, norm), arm in runs.groupby(["optim.optimizer", "model.norm"]):
         name = f"{'Adam with an L2 term' if optimizer == 'adam' else 'AdamW'}, norm {norm}"
         grok = arm["grok_step_95"].dropna()
-        when = (f"KM median {steps(km_median(*times_and_censoring(arm, 0.95)))}, grok steps "
-                f"{steps(grok.min())}-{steps(grok.max())}" if len(grok) else f"within {budget}")
+        when = (f"KM median {steps(km95(arm))}, grok steps {span(grok)}" if len(grok)
+                else f"within {budget}")
         cells.append(f"**{share(arm['grok_step_95'])} grokked with {name}** ({when}; "
                      f"{share(arm['fit_step'])} fit their training set, median best test "
                      f"accuracy {arm['peak_test_acc'].median():.2f})")
@@ -346,7 +357,7 @@ def _grokfast_l2_arms() -> str:
     parts = []
     for kind, name in (("ema", "with the filter"), ("none", "without it")):
         grok = runs.loc[runs["grokfast.kind"] == kind, "grok_step_95"]
-        parts.append(f"{share(grok)} {name} (grok steps {steps(grok.min())}-{steps(grok.max())})")
+        parts.append(f"{share(grok)} {name} (grok steps {span(grok)})")
     return "At L2 0.005: " + ", ".join(parts)
 
 
@@ -359,9 +370,8 @@ def _grokfast_twin_l2() -> str:
         for kind, arm in (("ema", "with the filter"), ("none", "without")):
             cell = runs[(runs["model.arch"] == arch) & (runs["grokfast.kind"] == kind)]
             grok = cell["grok_step_95"]
-            km = km_median(*times_and_censoring(cell, 0.95))
-            parts.append(f"{name} {arm} {share(grok)} (KM median {steps(km)}, "
-                         f"{steps(grok.min())}-{steps(grok.max())})")
+            parts.append(f"{name} {arm} {share(grok)} (KM median {steps(km95(cell))}, "
+                         f"{span(grok)})")
     return f"grokked within {steps(runs['grok_step_95'].max())} steps: " + "; ".join(parts)
 
 

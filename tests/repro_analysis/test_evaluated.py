@@ -74,11 +74,11 @@ def test_the_fourier_last_values_recompute_from_the_evaluated_columns(sweep: str
     pd.testing.assert_frame_equal(got, runs[got.columns], check_exact=True)
 
 
-def summary_of(sweep: Path, folder: Path, left_out: int = 0) -> Path:
-    """A summary folder whose runs.csv lists the sweep's runs but the last `left_out`."""
+def summary_of(sweeps: list[Path], folder: Path, left_out: int = 0) -> Path:
+    """A summary folder whose runs.csv lists the sweeps' runs but the last `left_out`."""
     from sweepgrok.store.sink import read_runs
 
-    run_ids = sorted(read_runs(sweep)["run_id"])
+    run_ids = sorted(run for sweep in sweeps for run in read_runs(sweep)["run_id"])
     folder.mkdir()
     pd.DataFrame({"run_id": run_ids[: len(run_ids) - left_out]}).to_csv(folder / "runs.csv")
     return folder
@@ -86,7 +86,7 @@ def summary_of(sweep: Path, folder: Path, left_out: int = 0) -> Path:
 
 def test_write_keeps_the_evaluated_columns_sorted(tmp_path: Path) -> None:
     sweep = write_sweep(tmp_path / "sweep", GROKS)
-    written = pd.read_parquet(write_evaluated(sweep, summary_of(sweep, tmp_path / "summary")))
+    written = pd.read_parquet(write_evaluated([sweep], summary_of([sweep], tmp_path / "summary")))
     assert len(written) == 6 * 11  # six runs, eleven evaluations each
     assert list(written.columns) == [c for c in COLUMNS if c in written.columns]
     assert {"run_id", "step", "test_acc", "train_acc"} <= set(written.columns)
@@ -96,8 +96,8 @@ def test_write_keeps_the_evaluated_columns_sorted(tmp_path: Path) -> None:
 def test_a_run_the_summary_leaves_out_keeps_no_evaluations(tmp_path: Path) -> None:
     # e.g. a run an interrupted sweep had not ended: metrics/ rows, no run row, not summarized
     sweep = write_sweep(tmp_path / "sweep", GROKS)
-    summary = summary_of(sweep, tmp_path / "summary", left_out=2)
-    written = pd.read_parquet(write_evaluated(sweep, summary))
+    summary = summary_of([sweep], tmp_path / "summary", left_out=2)
+    written = pd.read_parquet(write_evaluated([sweep], summary))
     listed = set(pd.read_csv(summary / "runs.csv")["run_id"])
     assert set(written["run_id"]) == listed and len(listed) == 4
     assert len(written) == 4 * 11
@@ -107,12 +107,8 @@ def test_two_sweeps_pooled_in_one_summary_keep_both_sweeps_evaluations(tmp_path:
     # the accelerator comparison: accelerators and accelerators_perp_wd0 in one runs.csv
     first = write_sweep(tmp_path / "first", GROKS)
     second = write_sweep(tmp_path / "second", GROKS)
-    summary = tmp_path / "summary"
-    summary.mkdir()
-    from sweepgrok.store.sink import read_runs
-
-    run_ids = sorted([*read_runs(first)["run_id"], *read_runs(second)["run_id"]])
-    pd.DataFrame({"run_id": run_ids}).to_csv(summary / "runs.csv")
+    summary = summary_of([first, second], tmp_path / "summary")
+    run_ids = sorted(pd.read_csv(summary / "runs.csv")["run_id"])
     run = subprocess.run(
         [sys.executable, "-m", "analysis.evaluated", str(first), str(second), str(summary)],
         capture_output=True, text=True, cwd=SUMMARIES.parents[1],
