@@ -203,6 +203,19 @@ def recorded_runs(
     return kept, len(summary) - len(kept)
 
 
+def check_some_ended(summary: pd.DataFrame, pending: int, sweep_dirs: Sequence[Path]) -> None:
+    """Refuse to analyse folders none of whose runs has ended (all interrupted or still running,
+    as right after a Ctrl-C): an empty table would say nothing, so say what to do instead."""
+    if len(summary) or not pending:
+        return
+    where = ", ".join(str(d) for d in sweep_dirs)
+    raise AnalysisError(
+        f"{where}: no run has ended yet ({pending} interrupted or still running): `--resume` on "
+        "the command that ran them finishes them, and --censor-interrupted analyses the "
+        "interrupted ones as censored where they stopped"
+    )
+
+
 def interrupted_count(summary: pd.DataFrame) -> int:
     """How many runs of `summary` a signal interrupted (kept by censor_interrupted)."""
     from sweepgrok.store.sink import INTERRUPTED

@@ -178,6 +178,32 @@ def test_runs_still_in_progress_or_interrupted_are_noted_and_left_out(sweep: Pat
     assert pd.read_csv(io.StringIO(result.stdout))["n"].tolist() == [3, 3]
 
 
+def test_a_sweep_whose_every_run_was_interrupted_is_refused_with_the_way_on(
+    tmp_path: Path,
+) -> None:
+    # Right after a Ctrl-C on the first trials every run row says interrupted: analyze and
+    # report used to end in a traceback (an empty table), the report after writing half a folder.
+    sweep = tmp_path / "stopped"
+    sink = ParquetSink(sweep)
+    for rid in ("a", "b"):
+        row = {**flatten(update(Config(), {"model.norm": "sphere"})), "run_id": rid}
+        sink.write_metrics([{"run_id": rid, "step": s, "train_acc": 1.0, "test_acc": 0.1}
+                            for s in (0, 100)])
+        sink.write_run({**row, "status": "interrupted", "steps_run": 100, "censored": True})
+    sink.flush()
+    out = tmp_path / "report"
+    for args in (["analyze", str(sweep)], ["report", str(sweep), "--out", str(out)]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+        text = message(result.output)
+        assert str(sweep) in text and "no run has ended yet (2 interrupted" in text
+        assert "--resume" in text and "--censor-interrupted" in text
+    assert not out.exists()  # refused before the report folder was made
+    result = runner.invoke(app, ["analyze", str(sweep), "--format", "csv", "--censor-interrupted"])
+    assert result.exit_code == 0, result.output
+    assert pd.read_csv(io.StringIO(result.stdout))["n"].tolist() == [2]
+
+
 # ---- the statistics issue's hand-built sweeps, through the command a user types -------------
 
 
