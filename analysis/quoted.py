@@ -397,6 +397,58 @@ def _s5() -> str:
             f"{runs['peak_test_acc'].min():.3f}-{runs['peak_test_acc'].max():.3f}")
 
 
+S5_PILOTS = ("repro3_s5_pilot_cpu", "repro3_s5_pilot2_cpu", "repro3_s5_pilot3_cpu")
+"""The version-3 pilots that looked for a setting where the S5 twin's LayerNorm baseline groks."""
+
+
+def _s5_pilot(sweep: str) -> str:
+    """A pilot's arms: per weight decay, how many runs fit (and when), how many grokked, train
+    accuracy at the last evaluation and the best test accuracy; then the steps run."""
+    runs = pd.read_csv(SUMMARIES / sweep / "runs.csv")
+    metrics = pd.read_parquet(SUMMARIES / sweep / "metrics.parquet")
+    runs = runs.join(last_values(metrics, ["train_acc"]), on="run_id")
+    arms = []
+    for wd, arm in runs.groupby("optim.weight_decay"):
+        fit = arm["fit_step"].dropna()
+        at = _values(fit, steps)
+        when = f" (at step{'s' * ('-' in at)} {at})" if len(fit) else ""
+        arms.append(
+            f"weight decay {wd:g}: fit {share(arm['fit_step'])}{when}, grokked "
+            f"{share(arm['grok_step_95'])}, last train accuracy "
+            f"{_values(arm['train_acc_last'], '{:.2f}'.format)}, best test accuracy "
+            f"{arm['peak_test_acc'].max():.3f}"
+        )
+    return f"{'; '.join(arms)} (steps run: {_values(runs['steps_run'], steps)})"
+
+
+def _s5_rise() -> str:
+    """Pilot 3 at weight decay 1: each seed's test accuracy at step 9,000 and at its last step
+    (where it began to rise), and the seconds per packed step of each pilot arm."""
+    sweep = S5_PILOTS[2]
+    metrics = pd.read_parquet(SUMMARIES / sweep / "metrics.parquet")
+    runs = pd.read_csv(SUMMARIES / sweep / "runs.csv")
+    arm = metrics[metrics["run_id"].isin(runs.loc[runs["optim.weight_decay"] == 1, "run_id"])]
+    seeds = []
+    for _, run in arm.sort_values("step").groupby("run_id"):
+        at = run.set_index("step")["test_acc"]
+        seeds.append(f"{at[9000]:.3f} at step 9,000 to {at.iloc[-1]:.3f} at {steps(at.index[-1])}")
+    return f"test accuracy rose from {' and from '.join(seeds)}"
+
+
+def _s5_step_seconds() -> str:
+    """'0.14 s (d_model 64) and 0.28 s (d_model 128)': seconds per packed step of 2 seeds."""
+    small = [packed_step_seconds(S5_PILOTS[0], "optim.weight_decay", wd) for wd in (0.1, 0.3)]
+    wide = [packed_step_seconds(S5_PILOTS[2], "optim.weight_decay", wd) for wd in (0.3, 1.0)]
+    return (f"{_values(pd.Series(small), '{:.2f}'.format)} s per packed step of 2 seeds at "
+            f"d_model 64 and {_values(pd.Series(wide), '{:.2f}'.format)} s at d_model 128")
+
+
+def _values(values: pd.Series, fmt: Callable[[float], str]) -> str:
+    """'0.96-1.00', or '0.96' when every value prints alike: the range of `values`."""
+    low, high = fmt(values.min()), fmt(values.max())
+    return low if low == high else f"{low}-{high}"
+
+
 def _fourier_range(sweep: str) -> str:
     """'0.67-0.96': the lowest and highest run's last Fourier concentration above chance."""
     runs = pd.read_csv(SUMMARIES / sweep / "runs.csv")
@@ -587,6 +639,9 @@ QUOTES: tuple[Quote, ...] = (
           f"{ratio(line(SUB, 'subsample=0.25'))} and {ratio(line(SUB, 'subsample=0.1'))}"),
     Quote(REPRODUCTION, _subsample_cost),
     Quote(REPRODUCTION, _s5),
+    *(Quote(REPRODUCTION, partial(_s5_pilot, sweep)) for sweep in S5_PILOTS),
+    Quote(REPRODUCTION, _s5_rise),
+    Quote(REPRODUCTION, _s5_step_seconds),
     Quote(REPRODUCTION, _subsample_wall),
     # The Optuna search.
     Quote(REPRODUCTION, _optuna),
