@@ -136,9 +136,11 @@ def test_sigint_keeps_every_row_and_resume_writes_the_uninterrupted_rows(trial, 
     again = runner.invoke(app, ["train", str(trial), "--out", str(out), "--quiet"])
     assert again.exit_code == 2 and "holds an interrupted run" in again.output
     assert "pass --resume to continue it" in again.output
+    # Nothing has ended: analyze says so and how to go on (no empty table, no traceback).
     analyzed = runner.invoke(app, ["analyze", str(out)])
-    assert analyzed.exit_code == 0, analyzed.output
-    assert "2 run(s) have not ended" in analyzed.output and "0/0" in analyzed.output
+    assert analyzed.exit_code == 2, analyzed.output
+    assert "no run has ended yet (2 interrupted" in analyzed.output
+    assert "--resume" in analyzed.output and "--censor-interrupted" in analyzed.output
 
     resumed = runner.invoke(app, args)  # the printed command, as printed
     assert resumed.exit_code == 0, resumed.output
