@@ -74,7 +74,7 @@ def build_report(
     metrics, summary, pending = stats.load_recorded_runs(
         sweep_dirs, skip_damaged=skip_damaged, censor_interrupted=censor_interrupted
     )
-    stats.check_some_ended(summary, pending, sweep_dirs)  # before the report folder is made
+    stats.check_runs_to_analyse(summary, pending, sweep_dirs)  # before the report folder is made
     sources = [Path(d).resolve().name for d in sweep_dirs]  # names, never machine paths
     command = report_command(sources, out, by, baseline, threshold, paired, skip_damaged, html,
                              censor_interrupted)

@@ -203,16 +203,23 @@ def recorded_runs(
     return kept, len(summary) - len(kept)
 
 
-def check_some_ended(summary: pd.DataFrame, pending: int, sweep_dirs: Sequence[Path]) -> None:
-    """Refuse to analyse folders none of whose runs has ended (all interrupted or still running,
-    as right after a Ctrl-C): an empty table would say nothing, so say what to do instead."""
-    if len(summary) or not pending:
+def check_runs_to_analyse(summary: pd.DataFrame, pending: int, sweep_dirs: Sequence[Path]) -> None:
+    """Refuse to analyse folders that leave no run to analyse: none has ended yet (all
+    interrupted or still running, as right after a Ctrl-C), no part file was written yet, or
+    --skip-damaged left every part out. An empty table or report would say nothing (the report
+    used to fail half-written), so say what to do instead."""
+    if len(summary):
         return
     where = ", ".join(str(d) for d in sweep_dirs)
+    if pending:
+        raise AnalysisError(
+            f"{where}: no run has ended yet ({pending} interrupted or still running): `--resume` "
+            "on the command that ran them finishes them, and --censor-interrupted analyses the "
+            "interrupted ones as censored where they stopped"
+        )
     raise AnalysisError(
-        f"{where}: no run has ended yet ({pending} interrupted or still running): `--resume` on "
-        "the command that ran them finishes them, and --censor-interrupted analyses the "
-        "interrupted ones as censored where they stopped"
+        f"{where}: no run to analyse: no part file holds one yet, or --skip-damaged left every "
+        "part out"
     )
 
 

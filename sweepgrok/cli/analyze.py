@@ -104,7 +104,7 @@ def _load(
     metrics, summary, pending = stats.load_recorded_runs(
         sweep_dirs, skip_damaged=skip_damaged, censor_interrupted=censor_interrupted
     )
-    stats.check_some_ended(summary, pending, sweep_dirs)
+    stats.check_runs_to_analyse(summary, pending, sweep_dirs)
     if pending:
         typer.echo(
             f"note: {pending} run(s) have not ended (no runs/ row yet, or interrupted: "

@@ -144,6 +144,23 @@ def test_report_refuses_a_damaged_part_before_writing_anything(
     assert result.exit_code == 0 and (out / "report.md").is_file()
 
 
+def test_skip_damaged_that_leaves_no_part_exits_2_before_writing_anything(
+    sweep: Path, tmp_path: Path
+) -> None:
+    # Every part damaged and skipped: analyze printed a 0/0 nan% table, report a traceback
+    # after making its folder.
+    for kind in ("metrics", "runs"):
+        for part in (sweep / kind).glob("part-*.parquet"):
+            part.write_bytes(b"garbage")
+    out = tmp_path / "report"
+    for args in (["analyze", sweep], ["report", sweep, "--out", out]):
+        result = run_cli(*args, "--skip-damaged")
+        assert result.exit_code == 2
+        line = message(result.output.splitlines()[-1])
+        assert f"{sweep}: no run to analyse" in line and "--skip-damaged left every part" in line
+    assert not out.exists()
+
+
 # ---- what the readers ignore, and folders that are missing ---------------------------------
 
 
