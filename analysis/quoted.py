@@ -91,9 +91,16 @@ def share(values: pd.Series) -> str:
     return f"{int(values.notna().sum())}/{values.size}"
 
 
+def value_range(values: pd.Series, fmt: Callable[[float], str]) -> str:
+    """'0.96-1.00': the smallest and largest value as `fmt` prints them ('0.96' when both
+    print alike)."""
+    low, high = fmt(values.min()), fmt(values.max())
+    return low if low == high else f"{low}-{high}"
+
+
 def span(values: pd.Series) -> str:
     """'750-1,700': the smallest and largest value (steps)."""
-    return f"{steps(values.min())}-{steps(values.max())}"
+    return value_range(values, steps)
 
 
 def km95(runs: pd.DataFrame) -> float:
@@ -211,8 +218,8 @@ def _acc_perp_wd0() -> str:
     return (
         f"without decay {len(grok)} of {len(arm)} runs reach 0.95 within "
         f"{steps(arm['steps_run'].max())} steps (at {at} steps), and the other {len(rest)} end "
-        f"at {test.min():.3f}-{test.max():.3f} test accuracy (train accuracy "
-        f"{train.min():.2f}-{train.max():.2f})"
+        f"at {value_range(test, '{:.3f}'.format)} test accuracy (train accuracy "
+        f"{value_range(train, '{:.2f}'.format)})"
     )
 
 
@@ -393,8 +400,8 @@ def _s5() -> str:
     grokked = "no run grokked" if runs["grok_step_95"].isna().all() else "some runs grokked"
     return (f"**{grokked.capitalize()}** ({', '.join(counts)} by group, budget "
             f"{steps(runs['steps_run'].max())}): train accuracy ended at "
-            f"{train.min():.2f}-{train.max():.2f} and peak test accuracy "
-            f"{runs['peak_test_acc'].min():.3f}-{runs['peak_test_acc'].max():.3f}")
+            f"{value_range(train, '{:.2f}'.format)} and peak test accuracy "
+            f"{value_range(runs['peak_test_acc'], '{:.3f}'.format)}")
 
 
 S5_PILOTS = ("repro3_s5_pilot_cpu", "repro3_s5_pilot2_cpu", "repro3_s5_pilot3_cpu")
@@ -410,20 +417,20 @@ def _s5_pilot(sweep: str) -> str:
     arms = []
     for wd, arm in runs.groupby("optim.weight_decay"):
         fit = arm["fit_step"].dropna()
-        at = _values(fit, steps)
+        at = span(fit)
         when = f" (at step{'s' * ('-' in at)} {at})" if len(fit) else ""
         arms.append(
             f"weight decay {wd:g}: fit {share(arm['fit_step'])}{when}, grokked "
             f"{share(arm['grok_step_95'])}, last train accuracy "
-            f"{_values(arm['train_acc_last'], '{:.2f}'.format)}, best test accuracy "
+            f"{value_range(arm['train_acc_last'], '{:.2f}'.format)}, best test accuracy "
             f"{arm['peak_test_acc'].max():.3f}"
         )
-    return f"{'; '.join(arms)} (steps run: {_values(runs['steps_run'], steps)})"
+    return f"{'; '.join(arms)} (steps run: {span(runs['steps_run'])})"
 
 
 def _s5_rise() -> str:
     """Pilot 3 at weight decay 1: each seed's test accuracy at step 9,000 and at its last step
-    (where it began to rise), and the seconds per packed step of each pilot arm."""
+    (where it began to rise)."""
     sweep = S5_PILOTS[2]
     metrics = pd.read_parquet(SUMMARIES / sweep / "metrics.parquet")
     runs = pd.read_csv(SUMMARIES / sweep / "runs.csv")
@@ -436,24 +443,19 @@ def _s5_rise() -> str:
 
 
 def _s5_step_seconds() -> str:
-    """'0.14 s (d_model 64) and 0.28 s (d_model 128)': seconds per packed step of 2 seeds."""
+    """'0.14 s per packed step of 2 seeds at d_model 64 and 0.27-0.28 s at d_model 128': each
+    pilot arm's seconds per packed step, pilots 1 and 3."""
     small = [packed_step_seconds(S5_PILOTS[0], "optim.weight_decay", wd) for wd in (0.1, 0.3)]
     wide = [packed_step_seconds(S5_PILOTS[2], "optim.weight_decay", wd) for wd in (0.3, 1.0)]
-    return (f"{_values(pd.Series(small), '{:.2f}'.format)} s per packed step of 2 seeds at "
-            f"d_model 64 and {_values(pd.Series(wide), '{:.2f}'.format)} s at d_model 128")
-
-
-def _values(values: pd.Series, fmt: Callable[[float], str]) -> str:
-    """'0.96-1.00', or '0.96' when every value prints alike: the range of `values`."""
-    low, high = fmt(values.min()), fmt(values.max())
-    return low if low == high else f"{low}-{high}"
+    return (f"{value_range(pd.Series(small), '{:.2f}'.format)} s per packed step of 2 seeds at "
+            f"d_model 64 and {value_range(pd.Series(wide), '{:.2f}'.format)} s at d_model 128")
 
 
 def _fourier_range(sweep: str) -> str:
     """'0.67-0.96': the lowest and highest run's last Fourier concentration above chance."""
     runs = pd.read_csv(SUMMARIES / sweep / "runs.csv")
     col = runs["fourier_unembed_above_chance_last"]
-    return f"{col.min():.2f}-{col.max():.2f}"
+    return value_range(col, "{:.2f}".format)
 
 
 def _optuna() -> str:
