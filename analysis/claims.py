@@ -82,6 +82,9 @@ class Claim:
     reproduced, size not"."""
     distribution: bool = False
     """Print each group's mean ± std of the grok step (set against a published mean ± std)."""
+    delay: bool = False
+    """Print the group's median delay (grok - fit step, grokked runs) with its bootstrap CI:
+    for a paper that says the delay is gone, which a grok-step ratio alone does not test."""
     planned: bool = False
     """Whether the claim (text, groups, kind, measure) was committed before the summary it reads
     (planned) or not (post hoc, the default: a claim is post hoc unless shown otherwise);
@@ -129,7 +132,8 @@ GROKFAST_REF_WHEN = "claim and grid 3fdb384, summary dcd3436"
 GROKFAST_ADAM = "repro3_grokfast_adam_cpu"
 GROKFAST_ADAM_WHEN = "claim and grid 93fb80d, summary 7c2e793"
 GROKFAST_L2 = "repro3_grokfast_l2_cpu"
-GROKFAST_L2_WHEN = "claim and grid 77927c4, summary 1104f3f"
+GROKFAST_L2_WHEN = ("claim and grid 77927c4, summary 1104f3f; its filter arm repeats "
+                    "repro3_grokfast_adam_cpu's, whose data came before the plan")
 GROKFAST_SEP = "repro3_grokfast_sep_cpu"
 GROKFAST_TWIN_L2 = "repro3_grokfast_twin_l2_cpu"
 GROKFAST_TWIN_L2_WHEN = "claim and grid b6f4579, summary de05711"
@@ -170,9 +174,9 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("RMSNorm = LayerNorm", "51,240 ± 11,200 vs 54,160 ± 13,490 (10 each)", P1,
           "model.norm=rmsnorm,model.attention=softmax,optim.weight_decay=1", LN, "equal",
           when=P1_WHEN),
-    Claim("Uniform attention removes the delay (LayerNorm)", "no delay", P1,
-          "model.norm=layernorm,model.attention=uniform,optim.weight_decay=1", LN,
-          when=P1_WHEN),
+    Claim("Uniform attention groks sooner (LayerNorm)", "no delay (removes it)", P1,
+          "model.norm=layernorm,model.attention=uniform,optim.weight_decay=1", LN, delay=True,
+          when=P1_WHEN + "; its text said 'removes the delay' before 2026-12-07"),
     Claim("Uniform attention groks on every seed (no norm)", "every seed", P1,
           "model.norm=none,model.attention=uniform", "model.norm=none,model.attention=softmax",
           "success", when=P1_WHEN),
@@ -398,6 +402,9 @@ def _grok_comparison(
             f"log-rank p = {_p(row.p)}")  # fmt: skip
     if claim.distribution:
         ours += f"; mean ± std {b_label} {_spread(base, claim)}, {g_label} {_spread(group, claim)}"
+    if claim.delay:
+        ours += (f"; median delay {g_label} {_num(g['delay_median'])} "
+                 f"[{_num(g['delay_median_lo'])}, {_num(g['delay_median_hi'])}] steps")
     return Compared(claim, row, ours)
 
 
@@ -488,8 +495,8 @@ DIRECTION_SHOWN = (verdicts.REPRODUCED, verdicts.DIRECTION_REPRODUCED, verdicts.
 
 def size_cell(row: Row, verdict: str) -> str:
     """The size column: `verdicts.size` and what it compared; where the direction is not
-    shown (`verdict`), the CI still says whether the paper's factor is excluded, but a "yes"
-    there is no agreement with the paper, and the cell says so."""
+    shown (`verdict`), the CI still says whether the paper's factor is inside it, but neither
+    a "yes" nor a "no" there judges the size, and the cell says so."""
     fits = verdicts.size(row)
     if fits == verdicts.SIZE_NONE:
         return "- (no factor in the paper)"
@@ -501,7 +508,8 @@ def size_cell(row: Row, verdict: str) -> str:
         cell = f"{fits} ({factor}; no estimate: both medians beyond the runs)"
     else:
         cell = f"{fits} ({factor}; CI [{row.lo:.2f}, {row.hi:.2f}])"
-    if fits == verdicts.SIZE_YES and verdict not in DIRECTION_SHOWN:
+    # A "yes" or a "no" beside a direction not shown is no verdict on the size either way.
+    if fits in (verdicts.SIZE_YES, verdicts.SIZE_NO) and verdict not in DIRECTION_SHOWN:
         cell += ", but the direction is not shown: the size is not judged"
     return cell
 

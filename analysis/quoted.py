@@ -171,6 +171,65 @@ def _layernorm_h200() -> str:
             f"(n = {len(runs)}, {last}).")
 
 
+def _same_grok_steps(new: str, old: str, where: dict[str, object] | None = None) -> tuple[int, int]:
+    """(runs of `new` whose grok step equals `old`'s run with the same config, runs matched):
+    runs matched on the config keys varying in `old`, besides the budget."""
+    a = pd.read_csv(SUMMARIES / new / "runs.csv")
+    b = pd.read_csv(SUMMARIES / old / "runs.csv")
+    for key, value in (where or {}).items():
+        a = a[a[key] == value]
+    keys = [k for k in b.columns if "." in k and k != "train.max_steps" and b[k].nunique() > 1]
+    both = a.merge(b, on=keys, suffixes=("_new", "_old"))
+    same = both["grok_step_95_new"].eq(both["grok_step_95_old"]).sum()
+    return int(same), len(both)
+
+
+def _v1_repeats() -> str:
+    """How many seed-1-3 runs of the committed version-2 twins repeat version 1's grok step."""
+    p1 = _same_grok_steps(P1, "repro_paper1_cpu")
+    p2_tail = _same_grok_steps(P2, "repro_paper2_cpu", {"geomdr.penalty": "tail"})
+    div = _same_grok_steps("repro2_division_cpu", "repro_paper2_cpu")
+    p2_same, p2_all = p2_tail[0] + div[0], p2_tail[1] + div[1]
+    return (f"{p1[0]} of {p1[1]} paper-1 runs grok at version 1's step, and {p2_same} of "
+            f"{p2_all} paper-2 runs (the tail arms and division)")
+
+
+def _h200_vs_sphere() -> str:
+    """The LayerNorm arm on the H200 against the CPU sphere arm at weight decay 1: KM medians."""
+    runs = pd.read_csv(SUMMARIES / "paper1_layernorm_h200" / "runs.csv")
+    times = runs["grok_step"].fillna(runs["steps_run"]).to_numpy(float)
+    layernorm = km_median(times, runs["censored"].to_numpy(bool))
+    sphere = line(P1_SIZE, "wd=1")
+    return (f"(KM median {steps(sphere['km_median'])}, n = {sphere['n']}, run on a CPU with other "
+            f"code), the ratio of KM medians is about {layernorm / sphere['km_median']:.0f}x")
+
+
+def _slow_unfinished() -> str:
+    """The slow-regime run that had neither ended nor passed 0.95 when the sweep stopped."""
+    runs = pd.read_csv(SUMMARIES / SLOW / "runs.csv").set_index("run_id")
+    unfinished = runs[(runs["status"] == "interrupted") & runs["grok_step_95"].isna()]
+    open_ = unfinished.iloc[0]
+    metrics = pd.read_parquet(SUMMARIES / SLOW / "metrics.parquet")
+    last = last_values(metrics, ["test_acc"])["test_acc_last"][unfinished.index[0]]
+    return (f"seed {open_['train.seed']} of the t_s {open_['geomdr.start_step']} arm, censored "
+            f"at {steps(open_['steps_run'])} of its {steps(open_['train.max_steps'])} steps "
+            f"({last:.2f} test accuracy)")
+
+
+def _sphere_member_step() -> str:
+    """The paper-1 model's CPU cost per member-step, from the paper1_sphere sweep: its runs'
+    steps over its trials' wall clock (each trial ran on one core)."""
+    runs = pd.read_csv(SUMMARIES / P1_SIZE / "runs.csv")
+    metrics = pd.read_parquet(SUMMARIES / P1_SIZE / "metrics.parquet",
+                              columns=["run_id", "wall_time"])
+    trial = metrics["run_id"].str.rsplit("-s", n=1).str[0]
+    core_seconds = metrics.groupby(trial)["wall_time"].max().sum()
+    member_steps = runs["steps_run"].sum()
+    return (f"{1000 * core_seconds / member_steps:.0f} ms per member-step for the paper-1 model "
+            f"in the `paper1_sphere` sweep above (10 packed seeds per trial, partly beside other "
+            f"sweeps: {steps(member_steps)} member-steps in {core_seconds / 60:.0f} core-minutes")
+
+
 def _grokked(sweep: str) -> str:
     runs = pd.read_csv(SUMMARIES / sweep / "runs.csv")
     return f"{int(runs['grok_step_95'].notna().sum())} of {len(runs)} runs grokked"
@@ -202,6 +261,13 @@ def _acc(arm: str, arch: str = "transformer") -> pd.Series:
 def _acc_x(arm: str, arch: str) -> str:
     """'3.84x': an arm's speed-up over its architecture's plain model."""
     return f"{_acc(arm, arch)['speedup']:.2f}x"
+
+
+def _acc_ci(arm: str, arch: str, holm: bool = True) -> str:
+    """'0.74x [0.65, 0.79], p Holm 0.0016': an arm's speed-up with its CI (and Holm's p)."""
+    g = _acc(arm, arch)
+    text = f"{g['speedup']:.2f}x [{g['speedup_lo']:.2f}, {g['speedup_hi']:.2f}]"
+    return text + (f", p Holm {p2(g['p_holm'])}" if holm else "")
 
 
 def _acc_perp_wd0() -> str:
@@ -571,6 +637,9 @@ QUOTES: tuple[Quote, ...] = (
     # Paper 1 at paper size.
     Quote(REPRODUCTION, _sphere_runs),
     Quote(REPRODUCTION, _layernorm_h200),
+    Quote(REPRODUCTION, _h200_vs_sphere),
+    Quote(REPRODUCTION, _v1_repeats),
+    Quote(REPRODUCTION, _sphere_member_step),
     Quote(REPRODUCTION, lambda: _sphere_row(1)),
     Quote(REPRODUCTION, lambda: _sphere_row(0)),
     Quote(REPRODUCTION, _sphere_welch),
@@ -606,6 +675,7 @@ QUOTES: tuple[Quote, ...] = (
     *(Quote(REPRODUCTION, partial(_seed_row, *row)) for row in SEED_ROWS),
     # Version 3's slow-baseline control.
     Quote(REPRODUCTION, _slow_medians),
+    Quote(REPRODUCTION, _slow_unfinished),
     # The d* x t_s control.
     *(Quote(REPRODUCTION, partial(_grid_row, ts)) for ts in (100, 500, 2000)),
     Quote(REPRODUCTION, lambda: f"at t_s 100, {_grid_ratio(100, 2)}; at t_s 2000, "
@@ -653,12 +723,15 @@ QUOTES: tuple[Quote, ...] = (
     # The accelerator comparison, and README's summary of it.
     *(Quote(ACCELERATORS, partial(_acc_row, *a)) for a in ACC_ROWS),
     Quote(ACCELERATORS, lambda: f"GeomDR speeds up the MLP ({_acc_x('geomdr', 'mlp')})"),
-    Quote(ACCELERATORS, lambda: f"on both models ({_acc_x('grokfast', 'transformer')}, "
-          f"{_acc_x('grokfast', 'mlp')}; the MLP"),
+    Quote(ACCELERATORS, lambda: f"grokking of the MLP ({_acc_ci('grokfast', 'mlp')}) and is not "
+          f"faster on the Transformer ({_acc_ci('grokfast', 'transformer')}: no difference shown)"),
     Quote(ACCELERATORS, lambda: f"(delay ~0; {_acc_x('stablemax_perp+wd0', 'mlp')} without"),
     Quote(ACCELERATORS, _acc_perp_wd0),
     Quote("README.md", lambda: f"the sphere groks {ratio(_acc('sphere'))} sooner than the plain "
           f"model, uniform attention {_acc('uniform')['speedup']:.2f}x"),
+    Quote("README.md", lambda: "Grokfast is not faster there "
+          f"({_acc_ci('grokfast', 'transformer', holm=False)}, not significant) and slower on the "
+          f"MLP ({_acc_ci('grokfast', 'mlp', holm=False)})"),
 )  # fmt: skip
 """Every quoted run-derived figure, with its source."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -280,9 +281,37 @@ def test_a_factor_inside_the_ci_of_an_unshown_direction_is_not_called_agreement(
     assert claims.size_cell(shown, verdicts.REPRODUCED) == "yes (the paper's 2x; CI [1.50, 2.40])"
 
 
+def test_a_factor_outside_the_ci_of_an_unshown_direction_is_not_judged_either() -> None:
+    # The slow-regime GeomDR row: 3.05x [1.04, 7.50], p Holm 1, against the paper's 52x.
+    row = verdicts.Row("faster", estimate=3.05, lo=1.04, hi=7.50, factor=52.0, n_group=8,
+                       n_baseline=8, p=0.27, p_holm=1.0)
+    v = verdicts.verdict(row)
+    assert v.verdict == verdicts.DIRECTION_ONLY
+    assert claims.size_cell(row, v.verdict) == (
+        "no (the paper's 52x; CI [1.04, 7.50]), but the direction is not shown: the size is not "
+        "judged")
+    shown = verdicts.Row("faster", estimate=3.6, lo=2.5, hi=5.0, factor=52.0, n_group=8,
+                         n_baseline=8, p=0.0002, p_holm=0.001)
+    assert verdicts.verdict(shown).verdict == verdicts.SIZE_NOT
+    assert claims.size_cell(shown, verdicts.SIZE_NOT) == "no (the paper's 52x; CI [2.50, 5.00])"
+
+
 def test_a_size_cell_without_an_estimate_says_so() -> None:
     nan = math.nan
     row = verdicts.Row("faster", estimate=nan, lo=nan, hi=nan, factor=43.84, n_group=8,
                        n_baseline=8, p=1.0, p_holm=1.0)
     assert claims.size_cell(row, verdicts.verdict(row).verdict) == (
         "unknown (the paper's 43.84x; no estimate: both medians beyond the runs)")
+
+
+def test_a_claim_of_no_delay_prints_the_groups_median_delay(tmp_path: Path) -> None:
+    # The fixture's delay is the grok step (fit at 0): the sphere's are 200 x 4 and 250 x 4,
+    # median 225, and no bootstrap resample's median leaves [200, 250].
+    write_runs(tmp_path)
+    claim = Claim("Sphere groks sooner", "no delay", "mysweep", norm("sphere"), norm("layernorm"),
+                  delay=True)
+    ours = claims.compare_claim(claim, claims.load_summary("mysweep", tmp_path)).ours
+    assert ours.endswith("; median delay norm=sphere 225 [200, 250] steps")
+    plain = claims.compare_claim(replace(claim, delay=False),
+                                 claims.load_summary("mysweep", tmp_path)).ours
+    assert "delay" not in plain
