@@ -470,8 +470,18 @@ def _s5() -> str:
             f"{value_range(runs['peak_test_acc'], '{:.3f}'.format)}")
 
 
-S5_PILOTS = ("repro3_s5_pilot_cpu", "repro3_s5_pilot2_cpu", "repro3_s5_pilot3_cpu")
+S5_PILOTS = ("repro3_s5_pilot_cpu", "repro3_s5_pilot2_cpu", "repro3_s5_pilot3_cpu",
+             "repro3_s5_pilot4_cpu")
 """The version-3 pilots that looked for a setting where the S5 twin's LayerNorm baseline groks."""
+
+
+def _at_steps(values: pd.Series) -> str:
+    """' (at steps 200-300)' for the steps where runs got there; '' when none did."""
+    reached = values.dropna()
+    if reached.empty:
+        return ""
+    at = span(reached)
+    return f" (at step{'s' * ('-' in at)} {at})"
 
 
 def _s5_pilot(sweep: str) -> str:
@@ -482,12 +492,10 @@ def _s5_pilot(sweep: str) -> str:
     runs = runs.join(last_values(metrics, ["train_acc"]), on="run_id")
     arms = []
     for wd, arm in runs.groupby("optim.weight_decay"):
-        fit = arm["fit_step"].dropna()
-        at = span(fit)
-        when = f" (at step{'s' * ('-' in at)} {at})" if len(fit) else ""
         arms.append(
-            f"weight decay {wd:g}: fit {share(arm['fit_step'])}{when}, grokked "
-            f"{share(arm['grok_step_95'])}, last train accuracy "
+            f"weight decay {wd:g}: fit {share(arm['fit_step'])}{_at_steps(arm['fit_step'])}, "
+            f"grokked {share(arm['grok_step_95'])}{_at_steps(arm['grok_step_95'])}, last train "
+            "accuracy "
             f"{value_range(arm['train_acc_last'], '{:.2f}'.format)}, best test accuracy "
             f"{arm['peak_test_acc'].max():.3f}"
         )
@@ -506,6 +514,34 @@ def _s5_rise() -> str:
         at = run.set_index("step")["test_acc"]
         seeds.append(f"{at[9000]:.3f} at step 9,000 to {at.iloc[-1]:.3f} at {steps(at.index[-1])}")
     return f"test accuracy rose from {' and from '.join(seeds)}"
+
+
+def _s5_repeat() -> str:
+    """Pilot 4's weight-decay-1 runs against pilot 3's (same seeds and setting, another budget):
+    every evaluated column equal at every evaluation both ran."""
+    merged = []
+    for sweep in (S5_PILOTS[3], S5_PILOTS[2]):
+        runs = pd.read_csv(SUMMARIES / sweep / "runs.csv")
+        runs = runs[runs["optim.weight_decay"] == 1][["run_id", "train.seed"]]
+        merged.append(pd.read_parquet(SUMMARIES / sweep / "metrics.parquet").merge(runs))
+    both = merged[0].merge(merged[1], on=["train.seed", "step"], suffixes=("", "_other"))
+    columns = [c for c in merged[0] if c not in ("run_id", "train.seed", "step", "wall_time")]
+    same = all(both[c].fillna(-1).equals(both[f"{c}_other"].fillna(-1)) for c in columns)
+    evaluations = both.groupby("train.seed").size()
+    return (f"{'repeat' if same else 'differ from'} pilot 3's bit for bit over the "
+            f"{steps(both['step'].max())} steps they ran (every evaluated column at all "
+            f"{evaluations.min()} evaluations, both seeds)")
+
+
+def _s5_together() -> str:
+    """Pilot 4 at weight decay 3: train accuracy at each run's first evaluation with test
+    accuracy above twice chance (2/120), where its test accuracy began to rise."""
+    runs = pd.read_csv(SUMMARIES / S5_PILOTS[3] / "runs.csv")
+    metrics = pd.read_parquet(SUMMARIES / S5_PILOTS[3] / "metrics.parquet")
+    arm = metrics[metrics["run_id"].isin(runs.loc[runs["optim.weight_decay"] == 3, "run_id"])]
+    rising = arm[arm["test_acc"] > 2 / 120].sort_values("step").groupby("run_id").head(1)
+    return (f"train accuracy {value_range(rising['train_acc'], '{:.2f}'.format)} at the first "
+            "evaluation with test accuracy above twice chance")
 
 
 def _s5_step_seconds() -> str:
@@ -713,6 +749,8 @@ QUOTES: tuple[Quote, ...] = (
     Quote(REPRODUCTION, _s5),
     *(Quote(REPRODUCTION, partial(_s5_pilot, sweep)) for sweep in S5_PILOTS),
     Quote(REPRODUCTION, _s5_rise),
+    Quote(REPRODUCTION, _s5_repeat),
+    Quote(REPRODUCTION, _s5_together),
     Quote(REPRODUCTION, _s5_step_seconds),
     Quote(REPRODUCTION, _subsample_wall),
     # The Optuna search.
