@@ -115,6 +115,10 @@ P2_WHEN = ("claim 5acea69 at 0.95; ee6141d (after the first arms ended) set 0.99
 CONTROL_WHEN = ("the arms and their question in the grid 8234daf before its runs; the claim "
                 "ee6141d (after the first arms ended), summary b6f9281; rerun b55df6a")
 P2_POST_HOC_WHEN = "added 2026-12-04 (rules v3), after the summary b6f9281; rerun b55df6a"
+P1_PAIR = "paper1_sphere+paper1_layernorm_h200"
+P1_SIZE_PAPER = "LN 54,160 ± 13,490, sphere 2,400 ± 353 (10 each): ~22x"
+P1_PAIR_WHEN = ("added 2026-12-07, after both summaries (sphere 6b885d0, rerun 3ddb198; "
+                "LayerNorm f003d35); the arms ran on a CPU and an H200 with two codes")
 DSTAR = "repro3_dstar_cpu"
 DSTAR_WHEN = "claim 225c0da, summary dc82cc6"
 GRID = "repro3_grid_cpu"
@@ -163,6 +167,9 @@ CLAIMS: tuple[Claim, ...] = (
           "each (text: ~2,100)", P1_SIZE, "optim.weight_decay=0", "optim.weight_decay=1",
           "equal", distribution=True, planned=True,
           when="claim ee6141d, summary 6b885d0; named in the rules 5113c7c; rerun 3ddb198"),
+    Claim("Paper size: the sphere groks faster than LayerNorm (wd 1)", P1_SIZE_PAPER, P1_PAIR,
+          "model.norm=sphere,optim.weight_decay=1", "model.norm=layernorm,optim.weight_decay=1",
+          factor=22, distribution=True, when=P1_PAIR_WHEN),
     Claim("Sphere (wd 1) groks faster than LayerNorm", "LN 54,160 ± 13,490 vs sphere ~2,400",
           P1, SPHERE + "1", LN, factor=22, when=P1_WHEN),
     Claim("Sphere without weight decay groks faster than LayerNorm",
@@ -309,13 +316,27 @@ class ClaimError(ValueError):
 # ---------------------------------------------------------------- reading the runs
 
 
+TRAIN_SUMMARIES = {"paper1_layernorm_h200": 0.95}
+"""Summaries of a `sweepgrok train` folder, with the grok threshold of its trial file: their
+grok_step and censored columns are grok_step_<t> and censored_<t> of a report's runs.csv."""
+
+
 def load_summary(sweep: str, summaries: Path) -> pd.DataFrame:
     """A committed runs.csv as a run summary; the version-1 summaries (restat.ARGS) with their
-    collapse columns blanked (their onset predates today's definition, see analysis.restat)."""
+    collapse columns blanked (their onset predates today's definition, see analysis.restat).
+    'a+b' joins the runs of two summaries (arms run on two machines or by two versions)."""
+    if "+" in sweep:
+        parts = [load_summary(part, summaries) for part in sweep.split("+")]
+        return pd.concat(parts, ignore_index=True)
     path = summaries / sweep / "runs.csv"
     if sweep in restat.ARGS:
         return restat.read_summary(path)
-    return pd.read_csv(path)
+    runs = pd.read_csv(path)
+    if sweep in TRAIN_SUMMARIES:
+        t = tag(TRAIN_SUMMARIES[sweep])
+        runs = runs.rename(columns={"grok_step": f"grok_step_{t}", "censored": f"censored_{t}"})
+        runs[f"delay_{t}"] = runs[f"grok_step_{t}"] - runs["fit_step"]
+    return runs
 
 
 def _specs(claim: Claim) -> tuple[dict[str, str], dict[str, str]]:

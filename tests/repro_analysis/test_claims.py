@@ -196,7 +196,8 @@ def test_the_cli_exits_2_naming_the_file_and_the_claim(tmp_path: Path, capsys) -
 
 def test_the_reports_claims_point_at_committed_summaries() -> None:
     for claim in claims.CLAIMS:
-        assert (claims.HERE / "reproduction" / claim.sweep / "runs.csv").is_file(), claim.sweep
+        for sweep in claim.sweep.split("+"):
+            assert (claims.HERE / "reproduction" / sweep / "runs.csv").is_file(), sweep
         assert claim.kind in verdicts.KINDS
         assert claim.baseline or claim.kind == "precedes"
 
@@ -315,3 +316,25 @@ def test_a_claim_of_no_delay_prints_the_groups_median_delay(tmp_path: Path) -> N
     plain = claims.compare_claim(replace(claim, delay=False),
                                  claims.load_summary("mysweep", tmp_path)).ours
     assert "delay" not in plain
+
+
+def test_a_train_summary_joins_a_report_summary(tmp_path: Path) -> None:
+    # The H200 LayerNorm arm's runs.csv has `sweepgrok train`'s columns (grok_step, censored).
+    write_runs(tmp_path)
+    (tmp_path / "paper1_layernorm_h200").mkdir()
+    pd.DataFrame({
+        "run_id": ["a", "b"], "status": ["grokked", "censored"], "grok_step": [50800.0, None],
+        "fit_step": [1200, 1000], "steps_run": [50800, 83400], "censored": [False, True],
+        "model.norm": ["slow", "slow"], "train.seed": [1, 2],
+    }).to_csv(tmp_path / "paper1_layernorm_h200" / "runs.csv", index=False)  # fmt: skip
+    runs = claims.load_summary("mysweep+paper1_layernorm_h200", tmp_path)
+    slow = runs[runs["model.norm"] == "slow"]
+    assert len(runs) == 35 + 2
+    assert slow["grok_step_95"].tolist()[0] == 50800
+    assert slow["censored_95"].tolist() == [False, True]
+    assert slow["delay_95"].tolist()[0] == 49600
+    claim = Claim("Sphere faster than slow", "-", "mysweep+paper1_layernorm_h200", norm("sphere"),
+                  norm("slow"))
+    # S(t) falls to 0.5 at 50,800 and stays there up to the run censored at 83,400: R's
+    # quantile.survfit takes the midpoint, 67,100.
+    assert "norm=slow 67,100 (n = 2)" in claims.compare_claim(claim, runs).ours
