@@ -8,6 +8,10 @@ are and every other key keeps its dotted path.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the CLI imports labels at start-up, before any command needs pandas
+    import pandas as pd
 
 KEY_LABELS = {
     "task.name": "task",
@@ -43,3 +47,15 @@ def key_labels(keys: Sequence[str]) -> list[str]:
     """The labels of `keys`; the dotted paths where two labels would coincide."""
     labels = [KEY_LABELS.get(k, k) for k in keys]
     return labels if len(set(labels)) == len(labels) else list(keys)
+
+
+def label_notes(summary: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    """What a label cannot say by itself, for the grouping `keys` of these runs: "wd" is
+    decoupled weight decay under AdamW but an L2 term in the gradient under Adam."""
+    under_adam = "optim.optimizer" in summary and (summary["optim.optimizer"] == "adam").any()
+    if "optim.weight_decay" in keys and under_adam:
+        return [
+            "`wd` (`optim.weight_decay`) is the L2 coefficient added to the gradient for runs "
+            "with `optim.optimizer: adam`, and decoupled weight decay for runs with adamw."
+        ]
+    return []

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from sweepgrok.analysis import comparisons, definitions, plots, stats
+from sweepgrok.analysis.labels import label_notes
 from sweepgrok.analysis.report_content import (
     COLLAPSE_TITLE,
     ReportContent,
@@ -193,6 +194,7 @@ def _notes(
     if interrupted:
         notes.append(stats.interrupted_note(interrupted) + ".")
     notes.append(f"Grouped by: {', '.join(f'`{k}`' for k in keys) or 'nothing (one group)'}.")
+    notes += label_notes(summary, keys)
     skipped = [t for t in THRESHOLDS if t not in thresholds]
     if skipped:
         notes.append(

@@ -343,3 +343,21 @@ def test_censor_interrupted_keeps_an_interrupted_run_and_says_so(
     assert result.exit_code == 0, result.output
     assert "1 interrupted run(s) kept (--censor-interrupted)" in (out / "report.md").read_text()
     assert "stopped" in pd.read_csv(out / "runs.csv")["run_id"].tolist()
+
+
+def test_a_report_grouped_by_wd_under_adam_says_wd_is_an_l2_term(tmp_path: Path) -> None:
+    sweep = tmp_path / "adam"
+    sink = ParquetSink(sweep)
+    for i, wd in enumerate((0.0, 0.0, 0.005, 0.005)):
+        overrides = {"optim.optimizer": "adam", "optim.weight_decay": wd, "train.seed": i}
+        row = {**flatten(update(Config(), overrides)), "run_id": f"r{i}"}
+        sink.write_metrics([{"run_id": f"r{i}", "step": s, "train_acc": 1.0, "test_acc": acc}
+                            for s, acc in ((0, 0.1), (100, 0.99))])
+        sink.write_run({**row, "status": "grokked", "steps_run": 100, "censored": False})
+    sink.flush()
+    out = tmp_path / "report"
+    result = runner.invoke(app, ["report", str(sweep), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    text = (out / "report.md").read_text()
+    assert "Grouped by: `optim.weight_decay`." in text
+    assert "`wd` (`optim.weight_decay`) is the L2 coefficient added to the gradient" in text
