@@ -12,9 +12,11 @@ Inside ``with handling(...) as intr:``
   thread is, so the command skips to its cleanup (flush the rows, record what is unfinished),
   and only a **third** ends it at once, even inside that cleanup;
 - ``critical()`` marks a write that must finish once begun (a temporary file renamed into
-  place): a signal that would end the process or raise inside it takes effect right after it.
-  Every file sweepgrok writes goes to a temporary name and is renamed, so a reader sees the old
-  file or the new one even after ``os._exit``; only rows still in memory are lost then.
+  place), in any thread: an exit it would cut short waits until the block ends; a raise waits
+  only for a block of the main thread (the thread it lands in) and is never taken by a writer
+  thread. Every file sweepgrok writes goes to a temporary name and is renamed inside one, so a
+  reader sees the old file or the new one, and no temporary file is left behind by a signal;
+  only rows still in memory are lost when the process ends at once.
 
 Ending at once exits with the first signal's status. The handlers do no I/O but one
 ``os.write`` of a line (async-signal safe, no Python buffer that the interrupted code may be
@@ -41,13 +43,16 @@ _state: dict[str, Any] = {
     "signum": None,  # the first signal received (None: none yet)
     "count": 0,  # how many arrived
     "pending_exit": None,  # exit status owed once the current critical() block ends
-    "pending_raise": False,  # a KeyboardInterrupt owed once the current critical() block ends
-    "depth": 0,  # nesting of critical()
+    "pending_raise": False,  # a KeyboardInterrupt owed once the main thread's critical() ends
+    # critical() blocks open: (in any thread, which os._exit would cut short; in the main
+    # thread, where a raise would land). One tuple, so the handler never sees half an update.
+    "depths": (0, 0),
     "active": 0,  # nesting of handling()
     "note": DEFAULT_NOTE,
     "cleanup": False,
 }
-_lock = threading.Lock()
+_lock = threading.RLock()
+"""Reentrant: the handler runs in the main thread, possibly while it holds the lock."""
 
 
 class Interrupted(Exception):
@@ -143,13 +148,14 @@ def _handler(signum: int, frame: FrameType | None) -> None:
         return
     raise_now = _state["cleanup"] and _state["count"] == 2
     with _lock:
-        if _state["depth"] > 0:  # a file is being written: act right after it is in place
-            if raise_now:
-                _state["pending_raise"] = True
-            else:
-                _state["pending_exit"] = exit_code()
+        depth, main_depth = _state["depths"]
+        if raise_now and main_depth > 0:  # this thread is writing a file: after it
+            _state["pending_raise"] = True
             return
-    if raise_now:
+        if not raise_now and depth > 0:  # a file is being written: exit after it
+            _state["pending_exit"] = exit_code()
+            return
+    if raise_now:  # a write in another thread goes on: only os._exit would cut it short
         raise KeyboardInterrupt
     _end_now(exit_code())
 
@@ -163,16 +169,20 @@ def _end_now(code: int) -> None:
 def critical() -> Iterator[None]:
     """A write that must finish once begun (temporary file, then rename): a signal that would
     end the process (or raise) meanwhile does so right after the block, not inside it."""
+    main = threading.current_thread() is threading.main_thread()
     with _lock:
-        _state["depth"] += 1
+        depth, main_depth = _state["depths"]
+        _state["depths"] = (depth + 1, main_depth + main)
     try:
         yield
     finally:
         with _lock:
-            _state["depth"] -= 1
-            outer = _state["depth"] == 0
-            pending = _state["pending_exit"] if outer else None
-            raise_now = outer and _state["pending_raise"]
+            depth, main_depth = _state["depths"]
+            depth, main_depth = depth - 1, main_depth - main
+            _state["depths"] = (depth, main_depth)
+            pending = _state["pending_exit"] if depth == 0 else None
+            # The KeyboardInterrupt is the main thread's: a writer thread must not take it.
+            raise_now = main and main_depth == 0 and _state["pending_raise"]
             if raise_now:
                 _state["pending_raise"] = False
         if pending is not None:

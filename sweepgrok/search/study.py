@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, get_args
 
 from sweepgrok.config.search_file import Dist, SearchSpec, StudyStorage
 from sweepgrok.config.trial import ConfigError
+from sweepgrok.core.interrupt import critical
 from sweepgrok.search.objective import compute_saved
 from sweepgrok.store.sweepdir import FolderError, check_sweep_path, delete_sweep_folder, has_runs
 
@@ -126,8 +127,9 @@ def read_study_record(sweep_dir: Path) -> dict[str, Any] | None:
 def write_study_record(sweep_dir: Path, record: Mapping[str, Any]) -> None:
     sweep_dir.mkdir(parents=True, exist_ok=True)
     tmp = sweep_dir / f".{STUDY_FILE}.tmp"
-    tmp.write_text(json.dumps(dict(record), indent=2) + "\n")
-    tmp.replace(sweep_dir / STUDY_FILE)
+    with critical():
+        tmp.write_text(json.dumps(dict(record), indent=2) + "\n")
+        tmp.replace(sweep_dir / STUDY_FILE)
 
 
 def create_owner_only(path: Path) -> None:

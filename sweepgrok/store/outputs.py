@@ -14,6 +14,8 @@ import uuid
 from enum import StrEnum
 from pathlib import Path
 
+from sweepgrok.core.interrupt import critical
+
 
 class FigureFormat(StrEnum):
     """File format of figures: png (screens, reports), svg or pdf (vectors, for papers)."""
@@ -51,8 +53,9 @@ def write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
     try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
+        with critical():
+            tmp.write_text(text)
+            os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)

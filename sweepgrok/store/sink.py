@@ -29,6 +29,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from sweepgrok.config.trial import SECTIONS
+from sweepgrok.core.interrupt import critical
 from sweepgrok.store.columns import ENDED_STATUSES as ENDED_STATUSES
 from sweepgrok.store.columns import (
     FOLDERS,
@@ -139,7 +140,8 @@ class PartWriteError(OSError):
 
 
 def write_part(folder: Path, table: pa.Table) -> Path:
-    """Write one immutable part: temporary name in the same folder, then atomic rename.
+    """Write one immutable part: temporary name in the same folder, then atomic rename, as one
+    critical() block (a second Ctrl-C ends the process after the rename, not between).
 
     Raises PartWriteError when the folder cannot take it; the temporary file is removed.
     """
@@ -147,8 +149,9 @@ def write_part(folder: Path, table: pa.Table) -> Path:
     tmp = folder / f".tmp-{final.name}"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, tmp)
-        os.replace(tmp, final)
+        with critical():
+            pq.write_table(table, tmp)
+            os.replace(tmp, final)
     except BaseException as err:  # interrupted too: never leave a partial file behind
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)

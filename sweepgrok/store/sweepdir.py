@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from sweepgrok.config.trial import ConfigError
+from sweepgrok.core.interrupt import critical
 
 SWEEP_FILE = "sweep.yaml"
 """The copy of the grid or search file inside the sweep folder."""
@@ -188,8 +189,9 @@ def keep_sweep_file(settings: Any, sweep_dir: Path) -> Path:
         return copy
     tmp = sweep_dir / f".{SWEEP_FILE}.tmp"
     try:
-        tmp.write_text(self_contained(settings, sweep_dir))
-        os.replace(tmp, copy)
+        with critical():
+            tmp.write_text(self_contained(settings, sweep_dir))
+            os.replace(tmp, copy)
     except OSError as err:
         tmp.unlink(missing_ok=True)
         raise FolderError(f"{copy}: cannot write: {err.strerror}") from None

@@ -29,6 +29,7 @@ from torch import Tensor
 
 from sweepgrok.config.tasks import make_split, split_seed_for
 from sweepgrok.config.trial import Config, config_hash, update
+from sweepgrok.core.interrupt import critical
 from sweepgrok.store.provenance import provenance
 from sweepgrok.store.sink import Sink
 from sweepgrok.train import evaluation
@@ -344,9 +345,10 @@ class Trainer:
         tmp = path / f".{CHECKPOINT_FILE}.tmp"
         # Owner-only (0600): a checkpoint is read back on resume and holds the whole run.
         tmp.unlink(missing_ok=True)  # a crashed save's leftover would keep its own mode
-        with os.fdopen(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600), "wb") as f:
-            torch.save(state, f)
-        os.replace(tmp, path / CHECKPOINT_FILE)
+        with critical():
+            with os.fdopen(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600), "wb") as f:
+                torch.save(state, f)
+            os.replace(tmp, path / CHECKPOINT_FILE)
 
     def load_checkpoint(self, path: Path) -> None:
         """Restore the state written by save_checkpoint (CheckpointError if it is not one).

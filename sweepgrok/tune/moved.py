@@ -19,6 +19,8 @@ from typing import Any
 from ray import cloudpickle
 from ray.train._internal.storage import StorageContext
 
+from sweepgrok.core.interrupt import critical
+
 log = logging.getLogger(__name__)
 
 GENERATOR_STATES = "basic-variant-state-*.json"
@@ -82,8 +84,9 @@ def _write_atomically(path: Path, state: Any) -> None:
     # Not the generator's glob: a crash mid-write must never leave a second "newest" state.
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        with tmp.open("wb") as f:
-            cloudpickle.dump(state, f)
-        os.replace(tmp, path)
+        with critical():
+            with tmp.open("wb") as f:
+                cloudpickle.dump(state, f)
+            os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

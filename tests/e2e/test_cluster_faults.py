@@ -59,6 +59,8 @@ CHECKPOINT_EVERY = 8
 BASE = tiny_tree(
     {"train.max_steps": 5000, "train.eval_every": EVAL_EVERY, "train.stop_after_grok": False}
 )
+LATEST_KILL_STEP = 3 * CHECKPOINT_EVERY * EVAL_EVERY
+"""Kill at the third checkpoint on disk if no snapshot showed the trial between two before."""
 TRIAL_CWD = re.compile(r"/working_dirs/([0-9a-f_]+)$")
 """A Tune trial process works in <...>/working_dirs/<trial folder>; ours are named by trial id."""
 
@@ -131,6 +133,9 @@ def kill_worker_mid_trial(cluster: Cluster, sweep_dir: Path, driver: subprocess.
     trial_id = wait_until(worker_trial, 240, "a trial on the worker node")
 
     # Kill between two checkpoints: the driver has rows of two evaluations past the last one.
+    # Tune's snapshot (reported_step) lags by up to a second; where 400 steps take less than
+    # that (a fast machine: CI once saw the sweep end first), kill once LATEST_KILL_STEP is on
+    # disk, with most of the run still to go (the checks below hold either way).
     run_id = f"{SWEEP}-{trial_id}"
 
     def between_checkpoints() -> bool:
@@ -138,7 +143,8 @@ def kill_worker_mid_trial(cluster: Cluster, sweep_dir: Path, driver: subprocess.
         on_disk = step_on_disk(sweep_dir, run_id)
         if on_disk is None:
             return False
-        return reported_step(sweep_dir, trial_id) >= on_disk + 2 * EVAL_EVERY
+        reported = reported_step(sweep_dir, trial_id)
+        return reported >= on_disk + 2 * EVAL_EVERY or on_disk >= LATEST_KILL_STEP
 
     wait_until(between_checkpoints, 120, f"trial {trial_id} between checkpoints on the worker")
     kill_node(cluster.worker)

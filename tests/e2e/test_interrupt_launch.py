@@ -31,12 +31,12 @@ PART_FOLDERS = ("runs", "metrics", "geometry")
 # ---- the signal contract, in a small real process ---------------------------------------------
 
 SCRIPT = """
-import sys, time
+import sys, threading, time
 from pathlib import Path
 from sweepgrok.core import interrupt
 
 mode, out = sys.argv[1], Path(sys.argv[2])
-with interrupt.handling():
+with interrupt.handling(cleanup=mode == "thread"):
     (out / "ready").write_text("")
     while interrupt.requested() is None:
         time.sleep(0.01)  # the work: polls the request, as Tune's loop does
@@ -50,6 +50,38 @@ with interrupt.handling():
                 time.sleep(0.01)
             (out / "part").write_text("whole")  # finished although the second signal came
         (out / "after").write_text("")  # never reached: ended right after the write
+    if mode == "part":  # sweepgrok's own part writer, held inside its write by the test
+        import pyarrow as pa
+        from sweepgrok.store import sink
+
+        def held(table, where):  # the temporary file is written; the rename is to come
+            sink_write(table, where)
+            (out / "writing").write_text("")
+            while interrupt._state["pending_exit"] is None:
+                time.sleep(0.01)
+
+        sink_write, sink.pq.write_table = sink.pq.write_table, held
+        sink.write_part(out / "runs", pa.table({"x": [1]}))
+        (out / "after").write_text("")
+    if mode == "thread":  # another thread writes while the second signal comes (cleanup)
+        raised = threading.Event()
+
+        def writer():
+            with interrupt.critical():
+                (out / "writing").write_text("")
+                raised.wait(30)
+                (out / "part").write_text("whole" if raised.is_set() else "late")
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        try:
+            while True:
+                time.sleep(0.01)
+        except KeyboardInterrupt:  # the second signal, in the main thread, at once
+            raised.set()
+            thread.join()
+            (out / "cleanup").write_text("")
+            sys.exit(interrupt.exit_code())
     while True:  # "hang": only a second signal ends it
         time.sleep(0.01)
 """
@@ -96,6 +128,38 @@ def test_second_signal_inside_a_write_ends_right_after_it(tmp_path: Path) -> Non
     assert proc.wait(timeout=60) == 143
     assert (tmp_path / "part").read_text() == "whole"
     assert not (tmp_path / "after").exists()
+
+
+def test_second_signal_inside_a_part_write_leaves_the_part_and_no_temporary_file(
+    tmp_path: Path,
+) -> None:
+    proc = start_script(tmp_path, "part")
+    os.killpg(proc.pid, signal.SIGTERM)
+    wait_until(lambda: (tmp_path / "writing").exists(), 60, "the part write to begin")
+    os.killpg(proc.pid, signal.SIGTERM)
+    assert proc.wait(timeout=60) == 143
+    (part,) = (tmp_path / "runs").iterdir()  # renamed into place; no .tmp-part-* left
+    assert part.name.startswith("part-")
+    assert read_runs_folder(tmp_path / "runs")["x"].tolist() == [1]
+    assert not (tmp_path / "after").exists()
+
+
+def test_second_signal_with_cleanup_raises_in_the_main_thread_while_another_writes(
+    tmp_path: Path,
+) -> None:
+    proc = start_script(tmp_path, "thread")
+    os.killpg(proc.pid, signal.SIGINT)
+    wait_until(lambda: (tmp_path / "writing").exists(), 60, "the other thread's write")
+    os.killpg(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    assert (tmp_path / "cleanup").exists()
+    assert (tmp_path / "part").read_text() == "whole"  # the write finished, after the raise
+
+
+def read_runs_folder(folder: Path) -> Any:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(folder).to_pandas()
 
 
 def test_continue_command_keeps_the_options_that_matter(tmp_path: Path) -> None:
