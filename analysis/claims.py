@@ -202,6 +202,10 @@ CLAIMS: tuple[Claim, ...] = (
           S5, "model.norm=sphere,optim.weight_decay=1",
           "model.norm=layernorm,optim.weight_decay=1", "slower", planned=False,
           when="version-1 runs eaef0c0, claim 5acea69; rerun 7bc2bef"),
+    Claim("S5 negative control: the sphere groks slower than LayerNorm (wd 3, d_model 128, "
+          "8 seeds)", "sphere fails", "repro3_s5_cpu", "model.norm=sphere",
+          "model.norm=layernorm", "slower", planned=True,
+          when="claim and grid 80916e9 (seeds packed 2 per trial in 4b1eaf9), summary 356dc52"),
     Claim("GeomDR accelerates the MLP on addition", "362K -> ~7K steps", P2, GEOMDR, NO_GEOMDR,
           factor=52, planned=True, when=P2_WHEN),
     Claim("Scale alone: the trace penalty (same weight) accelerates the MLP", CONTROL, P2,

@@ -473,6 +473,7 @@ def _s5() -> str:
 S5_PILOTS = ("repro3_s5_pilot_cpu", "repro3_s5_pilot2_cpu", "repro3_s5_pilot3_cpu",
              "repro3_s5_pilot4_cpu")
 """The version-3 pilots that looked for a setting where the S5 twin's LayerNorm baseline groks."""
+S5_CONTROL = "repro3_s5_cpu"
 
 
 def _at_steps(values: pd.Series) -> str:
@@ -542,6 +543,50 @@ def _s5_together() -> str:
     rising = arm[arm["test_acc"] > 2 / 120].sort_values("step").groupby("run_id").head(1)
     return (f"train accuracy {value_range(rising['train_acc'], '{:.2f}'.format)} at the first "
             "evaluation with test accuracy above twice chance")
+
+
+def _s5_arm(norm: str) -> str:
+    """An arm of the S5 control: how many fit and grokked (at which steps, KM median), and where
+    the runs that did not grok ended (train accuracy: best and last; best test accuracy)."""
+    runs = pd.read_csv(SUMMARIES / S5_CONTROL / "runs.csv")
+    metrics = pd.read_parquet(SUMMARIES / S5_CONTROL / "metrics.parquet")
+    best_train = metrics.groupby("run_id")["train_acc"].max().rename("best_train_acc")
+    arm = runs[runs["model.norm"] == norm].join(last_values(metrics, ["train_acc"]), on="run_id")
+    arm = arm.join(best_train, on="run_id")
+    grok = arm["grok_step_95"]
+    text = f"fit {share(arm['fit_step'])}, grokked {share(grok)}{_at_steps(grok)}"
+    if grok.notna().sum() * 2 >= len(arm):
+        text += f", KM median {steps(km95(arm))}"
+    rest = arm[grok.isna()]
+    if len(rest):
+        acc = "{:.2f}".format
+        text += (f"; {len(rest)} not by step {steps(rest['steps_run'].max())}: best train "
+                 f"accuracy {value_range(rest['best_train_acc'], acc)}, last "
+                 f"{value_range(rest['train_acc_last'], acc)}, best test accuracy "
+                 f"{value_range(rest['peak_test_acc'], acc)}")
+    return text
+
+
+FALLBACK_MIN = 0.05
+"""A test accuracy that falls this far below its best so far counts as falling back."""
+
+
+def _s5_fallback(norm: str) -> str:
+    """'6 of 8 runs, by 0.14-0.42': the runs of an S5-control arm whose test accuracy fell back
+    from its best so far by more than FALLBACK_MIN at some evaluation, and by how much."""
+    runs = pd.read_csv(SUMMARIES / S5_CONTROL / "runs.csv")
+    metrics = pd.read_parquet(SUMMARIES / S5_CONTROL / "metrics.parquet").sort_values("step")
+    ids = set(runs.loc[runs["model.norm"] == norm, "run_id"])
+    arm = metrics[metrics["run_id"].isin(ids)]
+    below_best = arm.groupby("run_id")["test_acc"].cummax() - arm["test_acc"]
+    drop = below_best.groupby(arm["run_id"]).max()
+    fell = drop[drop > FALLBACK_MIN]
+    return f"{len(fell)} of {len(ids)} runs, by {value_range(fell, '{:.2f}'.format)}"
+
+
+def _s5_control() -> str:
+    """Both arms of the S5 control."""
+    return f"LayerNorm: {_s5_arm('layernorm')}. The sphere: {_s5_arm('sphere')}."
 
 
 def _s5_step_seconds() -> str:
@@ -751,6 +796,9 @@ QUOTES: tuple[Quote, ...] = (
     Quote(REPRODUCTION, _s5_rise),
     Quote(REPRODUCTION, _s5_repeat),
     Quote(REPRODUCTION, _s5_together),
+    Quote(REPRODUCTION, _s5_control),
+    Quote(REPRODUCTION, lambda: f"fell back from its best by more than {FALLBACK_MIN} in "
+          f"{_s5_fallback('sphere')}; LayerNorm's in {_s5_fallback('layernorm')}"),
     Quote(REPRODUCTION, _s5_step_seconds),
     Quote(REPRODUCTION, _subsample_wall),
     # The Optuna search.
