@@ -120,12 +120,17 @@ def test_second_signal_ends_at_once(tmp_path: Path) -> None:
     assert "Ctrl-C again: ended at once" in proc.stderr.read()
 
 
+def second_signal_during_a_write(tmp_path: Path, mode: str, sig: int) -> int:
+    """Run the script in `mode`, send `sig`, and again once its write began: its exit code."""
+    proc = start_script(tmp_path, mode)
+    os.killpg(proc.pid, sig)
+    wait_until(lambda: (tmp_path / "writing").exists(), 60, f"the {mode} write to begin")
+    os.killpg(proc.pid, sig)
+    return proc.wait(timeout=60)
+
+
 def test_second_signal_inside_a_write_ends_right_after_it(tmp_path: Path) -> None:
-    proc = start_script(tmp_path, "critical")
-    os.killpg(proc.pid, signal.SIGTERM)
-    wait_until(lambda: (tmp_path / "writing").exists(), 60, "the write to begin")
-    os.killpg(proc.pid, signal.SIGTERM)
-    assert proc.wait(timeout=60) == 143
+    assert second_signal_during_a_write(tmp_path, "critical", signal.SIGTERM) == 143
     assert (tmp_path / "part").read_text() == "whole"
     assert not (tmp_path / "after").exists()
 
@@ -133,11 +138,7 @@ def test_second_signal_inside_a_write_ends_right_after_it(tmp_path: Path) -> Non
 def test_second_signal_inside_a_part_write_leaves_the_part_and_no_temporary_file(
     tmp_path: Path,
 ) -> None:
-    proc = start_script(tmp_path, "part")
-    os.killpg(proc.pid, signal.SIGTERM)
-    wait_until(lambda: (tmp_path / "writing").exists(), 60, "the part write to begin")
-    os.killpg(proc.pid, signal.SIGTERM)
-    assert proc.wait(timeout=60) == 143
+    assert second_signal_during_a_write(tmp_path, "part", signal.SIGTERM) == 143
     (part,) = (tmp_path / "runs").iterdir()  # renamed into place; no .tmp-part-* left
     assert part.name.startswith("part-")
     assert read_runs_folder(tmp_path / "runs")["x"].tolist() == [1]
@@ -147,11 +148,7 @@ def test_second_signal_inside_a_part_write_leaves_the_part_and_no_temporary_file
 def test_second_signal_with_cleanup_raises_in_the_main_thread_while_another_writes(
     tmp_path: Path,
 ) -> None:
-    proc = start_script(tmp_path, "thread")
-    os.killpg(proc.pid, signal.SIGINT)
-    wait_until(lambda: (tmp_path / "writing").exists(), 60, "the other thread's write")
-    os.killpg(proc.pid, signal.SIGINT)
-    assert proc.wait(timeout=60) == 130
+    assert second_signal_during_a_write(tmp_path, "thread", signal.SIGINT) == 130
     assert (tmp_path / "cleanup").exists()
     assert (tmp_path / "part").read_text() == "whole"  # the write finished, after the raise
 
