@@ -207,12 +207,16 @@ class ParquetSink:
             metrics, self._metrics = self._metrics, []
             geometry, self._geometry = self._geometry, []
         try:
+            # The rows leave the buffer in the block that renames their part into place: an
+            # interrupt the block deferred (a second Ctrl-C) comes after both, never between.
             if metrics:
-                write_part(self.root / "metrics", to_table(metrics, METRICS_SCHEMA))
-                metrics = []
+                with critical():
+                    write_part(self.root / "metrics", to_table(metrics, METRICS_SCHEMA))
+                    metrics = []
             if geometry:
-                write_part(self.root / "geometry", to_table(geometry, GEOMETRY_SCHEMA))
-                geometry = []
+                with critical():
+                    write_part(self.root / "geometry", to_table(geometry, GEOMETRY_SCHEMA))
+                    geometry = []
         except (KeyboardInterrupt, SystemExit):
             # An interrupt (sweepgrok.core.interrupt) inside a write: the rows go back to the buffer
             # for the cleanup's flush. An OSError drops them (PartWriteError: a resume re-emits).
@@ -255,8 +259,9 @@ class FirstWriteSink:
         the trainer hands on the same row."""
         run_id = str(row["run_id"])
         if run_id not in self.run_ids:
-            self.inner.write_run(row)
-            self.run_ids.add(run_id)
+            with critical():  # recorded with its part: a deferred interrupt comes after both
+                self.inner.write_run(row)
+                self.run_ids.add(run_id)
 
     def flush(self) -> None:
         self.inner.flush()

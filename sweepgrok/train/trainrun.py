@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sweepgrok.core.interrupt import Interruption
+from sweepgrok.core.interrupt import Interruption, critical
 from sweepgrok.store.sink import ENDED_STATUSES, INTERRUPTED, FirstWriteSink, read_table
 from sweepgrok.store.sweepdir import FolderError
 from sweepgrok.train.events import reached
@@ -123,8 +123,9 @@ class Checkpoints:
         self.sink.flush()
         for row in report.finished:
             self.sink.write_run(row)
-        report.save_checkpoint(self.directory)
-        self.step = report.step
+        with critical():  # the step is recorded with the file: a deferred interrupt comes after
+            report.save_checkpoint(self.directory)
+            self.step = report.step
 
 
 def record_interruption(trainer: Any, sink: FirstWriteSink, folder: TrainFolder) -> int:

@@ -36,7 +36,7 @@ from pathlib import Path
 from sweepgrok.core import interrupt
 
 mode, out = sys.argv[1], Path(sys.argv[2])
-with interrupt.handling(cleanup=mode == "thread"):
+with interrupt.handling(cleanup=mode in ("thread", "flush")):
     (out / "ready").write_text("")
     while interrupt.requested() is None:
         time.sleep(0.01)  # the work: polls the request, as Tune's loop does
@@ -63,6 +63,26 @@ with interrupt.handling(cleanup=mode == "thread"):
         sink_write, sink.pq.write_table = sink.pq.write_table, held
         sink.write_part(out / "runs", pa.table({"x": [1]}))
         (out / "after").write_text("")
+    if mode == "flush":  # a sink's flush when the second signal comes (cleanup: it raises)
+        import pyarrow.parquet as pq
+        from sweepgrok.store import sink
+
+        def held(table, where):  # the temporary file is written; the rename is to come
+            real_write(table, where)
+            (out / "writing").write_text("")
+            while not interrupt._state["pending_raise"]:
+                time.sleep(0.01)
+
+        real_write, pq.write_table = pq.write_table, held
+        rows = sink.ParquetSink(out)
+        rows.write_metrics([{"run_id": "r", "step": 1, "test_acc": 0.5}])
+        try:
+            rows.flush()
+        except KeyboardInterrupt:  # after the part is in place; the cleanup flushes again
+            pq.write_table = real_write
+            rows.flush()
+            (out / "cleanup").write_text("")
+            sys.exit(interrupt.exit_code())
     if mode == "thread":  # another thread writes while the second signal comes (cleanup)
         raised = threading.Event()
 
@@ -141,7 +161,7 @@ def test_second_signal_inside_a_part_write_leaves_the_part_and_no_temporary_file
     assert second_signal_during_a_write(tmp_path, "part", signal.SIGTERM) == 143
     (part,) = (tmp_path / "runs").iterdir()  # renamed into place; no .tmp-part-* left
     assert part.name.startswith("part-")
-    assert read_runs_folder(tmp_path / "runs")["x"].tolist() == [1]
+    assert read_parts(tmp_path / "runs")["x"].tolist() == [1]
     assert not (tmp_path / "after").exists()
 
 
@@ -153,7 +173,15 @@ def test_second_signal_with_cleanup_raises_in_the_main_thread_while_another_writ
     assert (tmp_path / "part").read_text() == "whole"  # the write finished, after the raise
 
 
-def read_runs_folder(folder: Path) -> Any:
+def test_second_signal_with_cleanup_during_a_flush_writes_each_row_once(tmp_path: Path) -> None:
+    assert second_signal_during_a_write(tmp_path, "flush", signal.SIGINT) == 130
+    assert (tmp_path / "cleanup").exists()
+    # One part: the cleanup's flush had nothing left to write.
+    assert len(list((tmp_path / "metrics").iterdir())) == 1
+    assert read_parts(tmp_path / "metrics")["step"].tolist() == [1]
+
+
+def read_parts(folder: Path) -> Any:
     import pyarrow.parquet as pq
 
     return pq.read_table(folder).to_pandas()
