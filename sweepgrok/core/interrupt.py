@@ -14,9 +14,12 @@ Inside ``with handling(...) as intr:``
 - ``critical()`` marks a write that must finish once begun (a temporary file renamed into
   place), in any thread: an exit it would cut short waits until the block ends; a raise waits
   only for a block of the main thread (the thread it lands in) and is never taken by a writer
-  thread. Every file sweepgrok writes goes to a temporary name and is renamed inside one, so a
-  reader sees the old file or the new one, and no temporary file is left behind by a signal;
-  only rows still in memory are lost when the process ends at once.
+  thread. The files a command writes into a sweep folder while its handlers are installed
+  (Parquet parts, checkpoints, the study record, the sweep file's copy, reports) go to a
+  temporary name and are renamed inside one, so a reader sees the old file or the new one, and
+  no temporary file is left behind by a signal; only rows still in memory are lost when the
+  process ends at once. Tracker calls (network) stay outside: a hung server never delays an
+  exit.
 
 Ending at once exits with the first signal's status. The handlers do no I/O but one
 ``os.write`` of a line (async-signal safe, no Python buffer that the interrupted code may be

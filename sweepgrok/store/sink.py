@@ -180,6 +180,8 @@ class ParquetSink:
     def __init__(self, sweep_dir: str | Path, flush_rows: int = 2000) -> None:
         self.root = Path(sweep_dir)
         self.flush_rows = flush_rows
+        self.runs_written: set[str] = set()
+        """Run ids whose run row this sink put on disk (recorded with the part's rename)."""
         self._metrics: list[Mapping[str, Any]] = []
         self._geometry: list[Mapping[str, Any]] = []
         self._lock = threading.Lock()
@@ -200,29 +202,33 @@ class ParquetSink:
 
     def write_run(self, row: Mapping[str, Any]) -> None:
         self.flush()
-        write_part(self.root / "runs", to_table([row], RUNS_SCHEMA))
+        with critical():  # recorded with its part: a deferred interrupt comes after both
+            write_part(self.root / "runs", to_table([row], RUNS_SCHEMA))
+            self.runs_written.add(str(row["run_id"]))
 
     def flush(self) -> None:
-        with self._lock:
-            metrics, self._metrics = self._metrics, []
-            geometry, self._geometry = self._geometry, []
-        try:
-            # The rows leave the buffer in the block that renames their part into place: an
-            # interrupt the block deferred (a second Ctrl-C) comes after both, never between.
-            if metrics:
-                with critical():
+        # The rows leave the buffer, are written and are cleared in one block: an interrupt it
+        # defers (a second Ctrl-C) comes after all three, never between.
+        metrics: list[Mapping[str, Any]] = []
+        geometry: list[Mapping[str, Any]] = []
+        with critical():
+            try:
+                with self._lock:
+                    metrics, self._metrics = self._metrics, []
+                    geometry, self._geometry = self._geometry, []
+                if metrics:
                     write_part(self.root / "metrics", to_table(metrics, METRICS_SCHEMA))
                     metrics = []
-            if geometry:
-                with critical():
+                if geometry:
                     write_part(self.root / "geometry", to_table(geometry, GEOMETRY_SCHEMA))
                     geometry = []
-        except (KeyboardInterrupt, SystemExit):
-            # An interrupt (sweepgrok.core.interrupt) inside a write: the rows go back to the buffer
-            # for the cleanup's flush. An OSError drops them (PartWriteError: a resume re-emits).
-            with self._lock:
-                self._metrics[:0], self._geometry[:0] = metrics, geometry
-            raise
+            except (KeyboardInterrupt, SystemExit):
+                # An interrupt not deferred (Python's own SIGINT handler, outside
+                # sweepgrok.core.interrupt's): the rows go back to the buffer for a later flush.
+                # An OSError drops them (PartWriteError: a resume re-emits them).
+                with self._lock:
+                    self._metrics[:0], self._geometry[:0] = metrics, geometry
+                raise
 
 
 class FirstWriteSink:
@@ -258,10 +264,17 @@ class FirstWriteSink:
         """Pass a run's row once: a checkpoint written where a run ended writes its row before
         the trainer hands on the same row."""
         run_id = str(row["run_id"])
-        if run_id not in self.run_ids:
-            with critical():  # recorded with its part: a deferred interrupt comes after both
-                self.inner.write_run(row)
+        if run_id in self.run_ids:
+            return
+        try:
+            self.inner.write_run(row)
+        except BaseException:
+            # A second Ctrl-C lands right after the row's part is in place (and before the
+            # trackers): the cleanup must not write the row again.
+            if run_id in getattr(self.inner, "runs_written", ()):
                 self.run_ids.add(run_id)
+            raise
+        self.run_ids.add(run_id)
 
     def flush(self) -> None:
         self.inner.flush()

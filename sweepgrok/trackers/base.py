@@ -207,6 +207,11 @@ class TrackedSink:
     def flush(self) -> None:
         self.inner.flush()
 
+    @property
+    def runs_written(self) -> set[str]:
+        """The run ids whose row `inner` put on disk (when it records them: ParquetSink)."""
+        return set(getattr(self.inner, "runs_written", ()))
+
     def close(self) -> None:
         """End the tracker runs still open, then put the sweep's files on its parent run
         (idempotent); the Parquet is the caller's (flushed before)."""

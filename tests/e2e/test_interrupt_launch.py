@@ -36,7 +36,7 @@ from pathlib import Path
 from sweepgrok.core import interrupt
 
 mode, out = sys.argv[1], Path(sys.argv[2])
-with interrupt.handling(cleanup=mode in ("thread", "flush")):
+with interrupt.handling(cleanup=mode in ("thread", "flush", "run")):
     (out / "ready").write_text("")
     while interrupt.requested() is None:
         time.sleep(0.01)  # the work: polls the request, as Tune's loop does
@@ -63,7 +63,7 @@ with interrupt.handling(cleanup=mode in ("thread", "flush")):
         sink_write, sink.pq.write_table = sink.pq.write_table, held
         sink.write_part(out / "runs", pa.table({"x": [1]}))
         (out / "after").write_text("")
-    if mode == "flush":  # a sink's flush when the second signal comes (cleanup: it raises)
+    if mode in ("flush", "run"):  # a sink's write when the second signal comes (cleanup: raise)
         import pyarrow.parquet as pq
         from sweepgrok.store import sink
 
@@ -74,13 +74,17 @@ with interrupt.handling(cleanup=mode in ("thread", "flush")):
                 time.sleep(0.01)
 
         real_write, pq.write_table = pq.write_table, held
-        rows = sink.ParquetSink(out)
-        rows.write_metrics([{"run_id": "r", "step": 1, "test_acc": 0.5}])
+        rows = sink.FirstWriteSink(sink.ParquetSink(out), {})
         try:
-            rows.flush()
-        except KeyboardInterrupt:  # after the part is in place; the cleanup flushes again
+            if mode == "flush":
+                rows.write_metrics([{"run_id": "r", "step": 1, "test_acc": 0.5}])
+                rows.flush()
+            else:
+                rows.write_run({"run_id": "r"})
+        except KeyboardInterrupt:  # after the part is in place; the cleanup writes again
             pq.write_table = real_write
             rows.flush()
+            rows.write_run({"run_id": "r"})
             (out / "cleanup").write_text("")
             sys.exit(interrupt.exit_code())
     if mode == "thread":  # another thread writes while the second signal comes (cleanup)
@@ -173,12 +177,15 @@ def test_second_signal_with_cleanup_raises_in_the_main_thread_while_another_writ
     assert (tmp_path / "part").read_text() == "whole"  # the write finished, after the raise
 
 
-def test_second_signal_with_cleanup_during_a_flush_writes_each_row_once(tmp_path: Path) -> None:
-    assert second_signal_during_a_write(tmp_path, "flush", signal.SIGINT) == 130
+@pytest.mark.parametrize(("mode", "kind"), [("flush", "metrics"), ("run", "runs")])
+def test_second_signal_with_cleanup_during_a_sink_write_writes_each_row_once(
+    tmp_path: Path, mode: str, kind: str
+) -> None:
+    assert second_signal_during_a_write(tmp_path, mode, signal.SIGINT) == 130
     assert (tmp_path / "cleanup").exists()
-    # One part: the cleanup's flush had nothing left to write.
-    assert len(list((tmp_path / "metrics").iterdir())) == 1
-    assert read_parts(tmp_path / "metrics")["step"].tolist() == [1]
+    # One part: the cleanup's flush and run row had nothing left to write.
+    assert len(list((tmp_path / kind).iterdir())) == 1
+    assert read_parts(tmp_path / kind)["run_id"].tolist() == ["r"]
 
 
 def read_parts(folder: Path) -> Any:
