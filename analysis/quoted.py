@@ -551,7 +551,8 @@ def _s5_arm(norm: str) -> str:
     runs = pd.read_csv(SUMMARIES / S5_CONTROL / "runs.csv")
     metrics = pd.read_parquet(SUMMARIES / S5_CONTROL / "metrics.parquet")
     best_train = metrics.groupby("run_id")["train_acc"].max().rename("best_train_acc")
-    arm = runs[runs["model.norm"] == norm].join(last_values(metrics, ["train_acc"]), on="run_id")
+    arm = runs[runs["model.norm"] == norm].join(
+        last_values(metrics, ["train_acc", "test_acc"]), on="run_id")
     arm = arm.join(best_train, on="run_id")
     grok = arm["grok_step_95"]
     text = f"fit {share(arm['fit_step'])}, grokked {share(grok)}{_at_steps(grok)}"
@@ -562,9 +563,34 @@ def _s5_arm(norm: str) -> str:
         acc = "{:.2f}".format
         text += (f"; {len(rest)} not by step {steps(rest['steps_run'].max())}: best train "
                  f"accuracy {value_range(rest['best_train_acc'], acc)}, last "
-                 f"{value_range(rest['train_acc_last'], acc)}, best test accuracy "
-                 f"{value_range(rest['peak_test_acc'], acc)}")
+                 f"{value_range(rest['train_acc_last'], acc)}; best test accuracy "
+                 f"{value_range(rest['peak_test_acc'], acc)}, last "
+                 f"{value_range(rest['test_acc_last'], acc)}")
     return text
+
+
+def _s5_runs(norm: str) -> pd.DataFrame:
+    """The S5 control's runs of one arm."""
+    runs = pd.read_csv(SUMMARIES / S5_CONTROL / "runs.csv")
+    return runs[runs["model.norm"] == norm]
+
+
+def _s5_delays() -> str:
+    """'0, 0, 0, 300 and 1,700 steps': the LayerNorm arm's delays (grok - fit step)."""
+    arm = _s5_runs("layernorm")
+    delays = sorted((arm["grok_step_95"] - arm["fit_step"]).dropna())
+    text = [steps(d) for d in delays]
+    return f"{', '.join(text[:-1])} and {text[-1]} steps"
+
+
+def _s5_earliest() -> str:
+    """The sphere's earliest grokking runs: how many, at which step, their best test accuracy
+    and how many of them fit."""
+    arm = _s5_runs("sphere")
+    first = arm[arm["grok_step_95"] == arm["grok_step_95"].min()]
+    return (f"{len(first)} sphere runs grokked at step {steps(first['grok_step_95'].iloc[0])}, "
+            f"with best test accuracy {value_range(first['peak_test_acc'], '{:.3f}'.format)}; "
+            f"{int(first['fit_step'].notna().sum())} of them fit")
 
 
 FALLBACK_MIN = 0.05
@@ -797,6 +823,8 @@ QUOTES: tuple[Quote, ...] = (
     Quote(REPRODUCTION, _s5_repeat),
     Quote(REPRODUCTION, _s5_together),
     Quote(REPRODUCTION, _s5_control),
+    Quote(REPRODUCTION, _s5_delays),
+    Quote(REPRODUCTION, _s5_earliest),
     Quote(REPRODUCTION, lambda: f"fell back from its best by more than {FALLBACK_MIN} in "
           f"{_s5_fallback('sphere')}; LayerNorm's in {_s5_fallback('layernorm')}"),
     Quote(REPRODUCTION, _s5_step_seconds),
