@@ -471,7 +471,7 @@ def _s5() -> str:
 
 
 S5_PILOTS = ("repro3_s5_pilot_cpu", "repro3_s5_pilot2_cpu", "repro3_s5_pilot3_cpu",
-             "repro3_s5_pilot4_cpu")
+             "repro3_s5_pilot4_cpu", "repro3_s5_pilot5_cpu")
 """The version-3 pilots that looked for a setting where the S5 twin's LayerNorm baseline groks."""
 S5_CONTROL = "repro3_s5_cpu"
 
@@ -543,6 +543,17 @@ def _s5_together() -> str:
     rising = arm[arm["test_acc"] > 2 / 120].sort_values("step").groupby("run_id").head(1)
     return (f"train accuracy {value_range(rising['train_acc'], '{:.2f}'.format)} at the first "
             "evaluation with test accuracy above twice chance")
+
+
+def _s5_pairs() -> str:
+    """Pilot 5's sphere against pilot 4's LayerNorm at weight decay 1, seed by seed (the same
+    seeds and setting): each one's grok step."""
+    grok = {}
+    for norm, sweep in (("sphere", S5_PILOTS[4]), ("LayerNorm", S5_PILOTS[3])):
+        runs = pd.read_csv(SUMMARIES / sweep / "runs.csv")
+        grok[norm] = runs[runs["optim.weight_decay"] == 1].set_index("train.seed")["grok_step_95"]
+    return "; ".join(f"seed {seed}: sphere {steps(grok['sphere'][seed])}, LayerNorm "
+                     f"{steps(grok['LayerNorm'][seed])}" for seed in sorted(grok["sphere"].index))
 
 
 def _s5_arm(norm: str) -> str:
@@ -822,6 +833,7 @@ QUOTES: tuple[Quote, ...] = (
     Quote(REPRODUCTION, _s5_rise),
     Quote(REPRODUCTION, _s5_repeat),
     Quote(REPRODUCTION, _s5_together),
+    Quote(REPRODUCTION, _s5_pairs),
     Quote(REPRODUCTION, _s5_control),
     Quote(REPRODUCTION, _s5_delays),
     Quote(REPRODUCTION, _s5_earliest),
