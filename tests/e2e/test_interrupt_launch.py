@@ -50,30 +50,22 @@ with interrupt.handling(cleanup=mode in ("thread", "flush", "run")):
                 time.sleep(0.01)
             (out / "part").write_text("whole")  # finished although the second signal came
         (out / "after").write_text("")  # never reached: ended right after the write
-    if mode == "part":  # sweepgrok's own part writer, held inside its write by the test
+    if mode in ("part", "flush", "run"):  # sweepgrok's writers, held inside a part's write
         import pyarrow as pa
-        from sweepgrok.store import sink
-
-        def held(table, where):  # the temporary file is written; the rename is to come
-            sink_write(table, where)
-            (out / "writing").write_text("")
-            while interrupt._state["pending_exit"] is None:
-                time.sleep(0.01)
-
-        sink_write, sink.pq.write_table = sink.pq.write_table, held
-        sink.write_part(out / "runs", pa.table({"x": [1]}))
-        (out / "after").write_text("")
-    if mode in ("flush", "run"):  # a sink's write when the second signal comes (cleanup: raise)
-        import pyarrow.parquet as pq
         from sweepgrok.store import sink
 
         def held(table, where):  # the temporary file is written; the rename is to come
             real_write(table, where)
             (out / "writing").write_text("")
-            while not interrupt._state["pending_raise"]:
-                time.sleep(0.01)
+            state = interrupt._state
+            while state["pending_exit"] is None and not state["pending_raise"]:
+                time.sleep(0.01)  # until the second signal came
 
-        real_write, pq.write_table = pq.write_table, held
+        real_write, sink.pq.write_table = sink.pq.write_table, held
+    if mode == "part":  # no cleanup: the second signal ends the process after the rename
+        sink.write_part(out / "runs", pa.table({"run_id": ["r"]}))
+        (out / "after").write_text("")
+    if mode in ("flush", "run"):  # cleanup: the second signal raises after the rename
         rows = sink.FirstWriteSink(sink.ParquetSink(out), {})
         try:
             if mode == "flush":
@@ -82,7 +74,7 @@ with interrupt.handling(cleanup=mode in ("thread", "flush", "run")):
             else:
                 rows.write_run({"run_id": "r"})
         except KeyboardInterrupt:  # after the part is in place; the cleanup writes again
-            pq.write_table = real_write
+            sink.pq.write_table = real_write
             rows.flush()
             rows.write_run({"run_id": "r"})
             (out / "cleanup").write_text("")
@@ -165,7 +157,7 @@ def test_second_signal_inside_a_part_write_leaves_the_part_and_no_temporary_file
     assert second_signal_during_a_write(tmp_path, "part", signal.SIGTERM) == 143
     (part,) = (tmp_path / "runs").iterdir()  # renamed into place; no .tmp-part-* left
     assert part.name.startswith("part-")
-    assert read_parts(tmp_path / "runs")["x"].tolist() == [1]
+    assert read_runs(tmp_path)["run_id"].tolist() == ["r"]
     assert not (tmp_path / "after").exists()
 
 
@@ -177,21 +169,16 @@ def test_second_signal_with_cleanup_raises_in_the_main_thread_while_another_writ
     assert (tmp_path / "part").read_text() == "whole"  # the write finished, after the raise
 
 
-@pytest.mark.parametrize(("mode", "kind"), [("flush", "metrics"), ("run", "runs")])
+@pytest.mark.parametrize(("mode", "kind", "read"), [("flush", "metrics", read_metrics),
+                                                     ("run", "runs", read_runs)])
 def test_second_signal_with_cleanup_during_a_sink_write_writes_each_row_once(
-    tmp_path: Path, mode: str, kind: str
+    tmp_path: Path, mode: str, kind: str, read: Any
 ) -> None:
     assert second_signal_during_a_write(tmp_path, mode, signal.SIGINT) == 130
     assert (tmp_path / "cleanup").exists()
     # One part: the cleanup's flush and run row had nothing left to write.
     assert len(list((tmp_path / kind).iterdir())) == 1
-    assert read_parts(tmp_path / kind)["run_id"].tolist() == ["r"]
-
-
-def read_parts(folder: Path) -> Any:
-    import pyarrow.parquet as pq
-
-    return pq.read_table(folder).to_pandas()
+    assert read(tmp_path)["run_id"].tolist() == ["r"]
 
 
 def test_continue_command_keeps_the_options_that_matter(tmp_path: Path) -> None:
