@@ -556,14 +556,18 @@ def _s5_pairs() -> str:
                      f"{steps(grok['LayerNorm'][seed])}" for seed in sorted(grok["sphere"].index))
 
 
+def _s5_runs(norm: str) -> pd.DataFrame:
+    """The S5 control's runs of one arm."""
+    runs = pd.read_csv(SUMMARIES / S5_CONTROL / "runs.csv")
+    return runs[runs["model.norm"] == norm]
+
+
 def _s5_arm(norm: str) -> str:
     """An arm of the S5 control: how many fit and grokked (at which steps, KM median), and where
     the runs that did not grok ended (train accuracy: best and last; best test accuracy)."""
-    runs = pd.read_csv(SUMMARIES / S5_CONTROL / "runs.csv")
     metrics = pd.read_parquet(SUMMARIES / S5_CONTROL / "metrics.parquet")
     best_train = metrics.groupby("run_id")["train_acc"].max().rename("best_train_acc")
-    arm = runs[runs["model.norm"] == norm].join(
-        last_values(metrics, ["train_acc", "test_acc"]), on="run_id")
+    arm = _s5_runs(norm).join(last_values(metrics, ["train_acc", "test_acc"]), on="run_id")
     arm = arm.join(best_train, on="run_id")
     grok = arm["grok_step_95"]
     text = f"fit {share(arm['fit_step'])}, grokked {share(grok)}{_at_steps(grok)}"
@@ -578,12 +582,6 @@ def _s5_arm(norm: str) -> str:
                  f"{value_range(rest['peak_test_acc'], acc)}, last "
                  f"{value_range(rest['test_acc_last'], acc)}")
     return text
-
-
-def _s5_runs(norm: str) -> pd.DataFrame:
-    """The S5 control's runs of one arm."""
-    runs = pd.read_csv(SUMMARIES / S5_CONTROL / "runs.csv")
-    return runs[runs["model.norm"] == norm]
 
 
 def _s5_delays() -> str:
@@ -611,9 +609,8 @@ FALLBACK_MIN = 0.05
 def _s5_fallback(norm: str) -> str:
     """'6 of 8 runs, by 0.14-0.42': the runs of an S5-control arm whose test accuracy fell back
     from its best so far by more than FALLBACK_MIN at some evaluation, and by how much."""
-    runs = pd.read_csv(SUMMARIES / S5_CONTROL / "runs.csv")
     metrics = pd.read_parquet(SUMMARIES / S5_CONTROL / "metrics.parquet").sort_values("step")
-    ids = set(runs.loc[runs["model.norm"] == norm, "run_id"])
+    ids = set(_s5_runs(norm)["run_id"])
     arm = metrics[metrics["run_id"].isin(ids)]
     below_best = arm.groupby("run_id")["test_acc"].cummax() - arm["test_acc"]
     drop = below_best.groupby(arm["run_id"]).max()
