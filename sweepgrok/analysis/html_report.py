@@ -189,6 +189,9 @@ def render(content: ReportContent, command: str = "") -> str:
     body = ["<h1>Sweep report</h1>"]
     body += [f'<p class="result"><strong>Result</strong>: {html.escape(content.headline)}</p>']
     body += [f'<p class="note">{inline(note)}</p>' for note in content.notes]
+    for section in content.sections:
+        body += [f"<h2>{html.escape(section.title)}</h2>", table(section.headers, section.rows)]
+        body += [f'<p class="note">{inline(section.note)}</p>'] if section.note else []
     body += [
         '<p class="note">Below the tables and figures: <a href="#definitions">definitions</a>, '
         '<a href="#runs">the config of every run</a>, <a href="#provenance">provenance</a>.</p>'

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,18 @@ class ReportContent:
     sources: list[str]
     headline: str = ""
     """The one-line result (result_line): what the comparisons found, with n and p."""
+    sections: list[Section] = field(default_factory=list)
+    """Tables shown first, under the result (a confirm stage's table)."""
+
+
+@dataclass(frozen=True)
+class Section:
+    """A titled table of plain-text cells with a note under it (both reports show it)."""
+
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    note: str = ""
 
 
 def table_title(threshold: float) -> str:

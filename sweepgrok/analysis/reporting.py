@@ -20,6 +20,7 @@ from sweepgrok.analysis.labels import label_notes
 from sweepgrok.analysis.report_content import (
     COLLAPSE_TITLE,
     ReportContent,
+    Section,
     caption,
     figures_title,
     result_line,
@@ -81,8 +82,41 @@ def build_report(
                              censor_interrupted)
     return write_report(
         summary, out, by, baseline, threshold, paired, metrics=metrics, sources=sources,
-        pending=pending, html=html, command=command,
+        pending=pending, html=html, command=command, confirm=confirm_section(sweep_dirs),
     )
+
+
+def confirm_section(sweep_dirs: Sequence[Path]) -> tuple[str, Section] | None:
+    """(result line, table) of the confirm stage among `sweep_dirs`: a confirm folder itself,
+    or a search folder holding one (its first, when several are given); None without one."""
+    from sweepgrok.analysis import confirm_table as ct
+    from sweepgrok.search.confirm import confirm_dir, read_stage
+    from sweepgrok.store.sweepdir import has_runs
+
+    for d in sweep_dirs:
+        for folder in (Path(d), confirm_dir(Path(d))):
+            stage = read_stage(folder)
+            if stage is None or not has_runs(folder):
+                continue
+            table = ct.confirm_table(stats.summarize_sweeps(folder), stage)
+            headers, rows = ct.display(table, stage.references, stage.budget)
+            note = (f"Search seeds {', '.join(map(str, stage.search_seeds))}; fresh seeds "
+                    f"{', '.join(map(str, stage.seeds))}. {CONFIRM_NOTE}")  # fmt: skip
+            title = f"Confirm stage: grok at {stage.threshold:g} on fresh seeds ({folder.name}/)"
+            return "Confirmed on fresh seeds: " + ct.result_line(table, stage), Section(
+                title, headers, rows, note)
+    return None
+
+
+CONFIRM_NOTE = (
+    "Each arm's Kaplan-Meier median with a 95% bootstrap CI; speed-up = the reference's "
+    "median / the arm's, with its bootstrap CI and the permutation log-rank p; p Holm adjusts "
+    "over every arm-vs-reference comparison of the stage (one family). The search objective is "
+    "what the arm was ranked by (median over the search seeds; capped: stopped by the time cap, "
+    "a bound; censored: some run never grokked); confirm / search > 1 means the schedule was "
+    "slower on fresh seeds than the search said (the winner's curse)."
+)
+"""What the confirm stage's table says (both reports)."""
 
 
 def report_command(
@@ -134,6 +168,7 @@ def write_report(
     pending: int = 0,
     html: bool = False,
     command: str = "",
+    confirm: tuple[str, Section] | None = None,
 ) -> Path:
     """Write report.md, groups_<t>.csv, runs.csv and figures/ from a run summary; returns
     report.md. With `html`, also report.html (HTML_FILE: one self-contained file, `command` in
@@ -166,7 +201,8 @@ def write_report(
         collapse=_collapse_rows(tables[threshold]),
         figures=figures,
         sources=list(sources),
-        headline=result_line(tables[threshold], threshold),
+        headline=confirm[0] if confirm else result_line(tables[threshold], threshold),
+        sections=[confirm[1]] if confirm else [],
     )
     report = out / "report.md"
     report.write_text(_markdown(content, command))
@@ -209,6 +245,9 @@ def _markdown(content: ReportContent, command: str = "") -> str:
 
     lines = ["# Sweep report", "", f"**Result**: {content.headline}", ""]
     lines += [line for note in content.notes for line in (note, "")][:-1]
+    for section in content.sections:
+        lines += ["", f"## {section.title}", "", markdown_table(section.headers, section.rows)]
+        lines += ["", section.note] if section.note else []
     for theta, table in content.tables.items():
         lines += ["", f"## {table_title(theta)}", ""]
         lines += [markdown_table(*display_rows(table, content.keys)).rstrip()]

@@ -162,6 +162,8 @@ def run_summary(
             ev.insert(0, "status", r["status"].reindex(index))
         if "sweep" in r:
             ev.insert(0, "sweep", r["sweep"].reindex(index))
+        if "arm" in r and r["arm"].notna().any():  # a confirm stage's runs
+            ev.insert(0, "arm", r["arm"].reindex(index))
         # False: metrics but no run row yet (a run still in progress, or its driver died).
         ev.insert(0, "in_runs", index.isin(r.index))
         config = r[[c for c in r.columns if "." in c]].reindex(index)
@@ -404,13 +406,17 @@ def varying_keys(summary: pd.DataFrame) -> list[str]:
 
 
 def groupable_keys(summary: pd.DataFrame) -> list[str]:
-    """Columns a caller may group by: every config key, plus ``sweep`` when present."""
-    return config_keys(summary) + (["sweep"] if "sweep" in summary else [])
+    """Columns a caller may group by: every config key, plus ``sweep`` and a confirm stage's
+    ``arm`` when present."""
+    return config_keys(summary) + [k for k in ("sweep", "arm") if k in summary]
 
 
 def resolve_by(summary: pd.DataFrame, by: Sequence[str] | None) -> list[str]:
-    """`by` validated against the summary's columns, or the auto-detected varying keys."""
+    """`by` validated against the summary's columns, or the auto-detected varying keys (a
+    confirm stage's runs: their ``arm``, which names what varies)."""
     if by is None:
+        if "arm" in summary and summary["arm"].notna().all():
+            return ["arm"]
         return varying_keys(summary)
     allowed = groupable_keys(summary)
     unknown = [k for k in by if k not in allowed]

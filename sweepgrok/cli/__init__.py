@@ -11,7 +11,18 @@ from typing import Annotated
 
 import typer
 
-from sweepgrok.cli import analyze, common, launch, ls, report, search, status, train, validate
+from sweepgrok.cli import (
+    analyze,
+    common,
+    confirm,
+    launch,
+    ls,
+    report,
+    search,
+    status,
+    train,
+    validate,
+)
 
 app = typer.Typer(
     cls=common.PlainErrorGroup,
@@ -49,5 +60,6 @@ app.command()(validate.validate)
 app.command()(analyze.analyze)
 app.command()(report.report)
 app.command()(search.search)
+app.command()(confirm.confirm)
 app.command()(status.status)
 app.command()(ls.ls)

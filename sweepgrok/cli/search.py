@@ -155,6 +155,8 @@ def search(
     A trial that can no longer beat the best grok step is stopped there (exact time cap).
 
     Writes <sweep>/best_trial.yaml, search_summary.json, objective.png; the study is optuna.db.
+    With a confirm: section, the best schedules and the reference arms are then re-run on fresh
+    seeds (as `sweepgrok confirm` does).
     """
     check_resume_fresh(resume, fresh)
     apply_umask(umask)
@@ -208,6 +210,13 @@ def search(
             soft_wrap=True,
         )
         raise typer.Exit(code=1)
+    if spec.confirm is not None:  # the search has ended: its best re-run on fresh seeds
+        from sweepgrok.cli.confirm import run_stage
+
+        stage_again = continue_command("confirm", search_file, storage=storage,
+                                       address=address, umask=umask)  # fmt: skip
+        run_stage(spec, sweep_dir.resolve(), stage_again, address=address, resume=True,
+                  verbose=verbose)  # fmt: skip
 
 
 def run(

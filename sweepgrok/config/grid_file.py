@@ -24,6 +24,7 @@ Everything is validated before anything starts: every expanded trial goes throug
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -115,7 +116,7 @@ def local_storage(storage: str) -> str:
     return storage
 
 
-def _seeds(value: Any) -> list[int]:
+def seed_values(value: Any) -> list[int]:
     ok = isinstance(value, list) and value
     if not ok or not all(type(s) is int and 0 <= s <= MAX_SEED for s in value):
         raise ValueError(
@@ -237,7 +238,7 @@ class GridFile(SweepFile):
     ] = []
     """Non-empty groups of equal-length lists: each group is zipped into one axis, then
     crossed (omitted or null: none)."""
-    seeds: Annotated[list[int], BeforeValidator(_seeds)] | None = None
+    seeds: Annotated[list[int], BeforeValidator(seed_values)] | None = None
     """Distinct init seeds in [0, 2**63 - 1]: shorthand for a train.seed axis."""
     seeds_per_trial: int | None = Field(None, ge=1, le=MAX_SEEDS)
     """Pack that many seeds per trial (train.seeds, trained in lockstep); needs seeds. At most
@@ -282,6 +283,23 @@ class Trial:
     index: int
     overrides: dict[str, Any]
     flat: dict[str, Any]
+    label: str = ""
+    """A name its runs carry in the runs/ column `arm` (the confirm stage's arms), or ''."""
+
+
+def trial_labels(trials: Sequence[Trial]) -> list[list[Any]]:
+    """[[label, flat config], ...] of the labelled trials: what a running trial looks its label
+    up in (Tune hands a trial its flat config only)."""
+    return [[t.label, dict(t.flat)] for t in trials if t.label]
+
+
+def label_of(labels: Sequence[Sequence[Any]], flat: Mapping[str, Any]) -> str:
+    """The label of the trial whose flat config is `flat` ('' when it has none)."""
+    key = json.dumps(dict(flat), sort_keys=True, default=str)
+    for label, cfg in labels:
+        if json.dumps(dict(cfg), sort_keys=True, default=str) == key:
+            return str(label)
+    return ""
 
 
 @dataclass(frozen=True)

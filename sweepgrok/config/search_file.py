@@ -52,6 +52,7 @@ from pydantic import (
     model_validator,
 )
 
+from sweepgrok.config.confirm_section import ConfirmSection, reused_seeds
 from sweepgrok.config.grid_file import (
     FILE_CONFIG,
     MAX_CONCURRENT,
@@ -306,6 +307,9 @@ class SearchFile(SweepFile):
 
     search: SearchSection
     """The objective, the sampler and the space."""
+    confirm: ConfirmSection | None = None
+    """Optional: re-run the best schedules and reference arms on fresh seeds once the search
+    has ended (sweepgrok.config.confirm_section)."""
 
 
 @dataclass(frozen=True)
@@ -328,6 +332,8 @@ class SearchSpec:
     seeds_per_trial: int
     time_cap_margin: float | None
     study_storage: str
+    confirm: ConfirmSection | None = None
+    """The confirm stage (None: the file has none)."""
 
     @property
     def name(self) -> str:
@@ -356,6 +362,12 @@ class SearchSpec:
 
     def sweep_dir(self, storage: str | Path | None = None) -> Path:
         return self.settings.sweep_dir(storage)
+
+    @property
+    def search_seeds(self) -> list[int]:
+        """The init seeds every trial of the search trains (the same for all trials)."""
+        listed = self.base.get("train.seeds")
+        return list(listed) if listed is not None else [int(self.base["train.seed"])]
 
     def trial_flat(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """The full flat config of one trial: the base with the sampled params applied."""
@@ -423,6 +435,22 @@ def check_metric(metric: str, base: Mapping[str, Any], path: str | Path) -> None
         )
 
 
+def check_confirm(
+    confirm: ConfirmSection, base: Mapping[str, Any], search_seeds: Sequence[int], path: str | Path
+) -> None:
+    """Fresh seeds only, and every reference arm a valid trial config at the confirm budget."""
+    reused = reused_seeds(confirm, search_seeds)
+    if reused:
+        raise ConfigError(
+            f"{path}: confirm.seeds: seed {reused[0]} was used by the search (its seeds: "
+            f"{', '.join(map(str, search_seeds))}): the confirm stage needs fresh seeds"
+        )
+    budget = {} if confirm.max_steps is None else {"train.max_steps": confirm.max_steps}
+    for name, overrides in {"(searched arms)": {}, **confirm.references}.items():
+        where = f"{path}: confirm.references.{name}" if overrides else f"{path}: confirm"
+        from_flat({**base, **budget, **overrides}, where)
+
+
 def load_search(path: str | Path) -> SearchSpec:
     """Read and validate a search file; raises ConfigError naming the file and the key."""
     file = validate_file(SearchFile, read_sweep_doc(path), path)
@@ -435,13 +463,17 @@ def load_search(path: str | Path) -> SearchSpec:
     check_space(space, base, path)
     searched = [v for d in space if d.key == "train.device" for v in d.probes()]
     check_cuda_has_gpu(file.resources, [base["train.device"], *searched], path)
-    return SearchSpec(
+    spec = SearchSpec(
         settings=file,
         base=base,
         space=space,
         **search.model_dump(exclude={"space", "max_concurrent"}),
         max_concurrent=search.max_concurrent or file.max_concurrent or 1,
+        confirm=file.confirm,
     )
+    if file.confirm is not None:
+        check_confirm(file.confirm, base, spec.search_seeds, path)
+    return spec
 
 
 def is_search_doc(doc: Mapping[str, Any]) -> bool:

@@ -152,6 +152,9 @@ RUNS_COLUMNS: tuple[Column, ...] = (
            "provenance: Ray's GPU ids of the trial, e.g. `1` (empty without a GPU)"),
     Column("node_id", _TEXT, "", "provenance: the Ray node the trial ran on (its hex id)"),
     Column("trial_id", _TEXT, "", "provenance: the Ray Tune trial that trained the run"),
+    Column("arm", _TEXT, "",
+           "the confirm stage's arm of the run: `search_<rank>` (a searched schedule, 1 = the "
+           "search's best) or a reference's name; null outside a confirm stage"),
     Column("finished_at", _TEXT, "",
            "when the row was written, UTC, ISO 8601 to the second"),
 )

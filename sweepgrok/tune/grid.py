@@ -17,7 +17,7 @@ from typing import Any
 import ray
 from ray import tune
 
-from sweepgrok.config.grid_file import GridSpec, Resources
+from sweepgrok.config.grid_file import GridSpec, Resources, trial_labels
 from sweepgrok.core import interrupt
 from sweepgrok.store.heartbeat import Heartbeat
 from sweepgrok.trackers import TrackerSpec
@@ -188,9 +188,14 @@ def build_tuner(
     checkpoint_every: int | None,
     callback: ParquetCallback,
     train_fn: Callable[..., Any] | None = None,
+    labels: Sequence[Sequence[Any]] = (),
 ) -> tune.Tuner:
-    """A fresh Tuner: one trial per expanded grid config."""
-    meta = {"name": sweep, "cpu": resources.cpu, "checkpoint_every": checkpoint_every}
+    """A fresh Tuner: one trial per expanded grid config (`labels`: see trial_labels)."""
+    meta: dict[str, Any] = {
+        "name": sweep, "cpu": resources.cpu, "checkpoint_every": checkpoint_every
+    }
+    if labels:
+        meta["labels"] = [list(x) for x in labels]
     run_config = tune.RunConfig(
         name=TUNE_DIR,
         storage_path=str(Path(sweep_dir).resolve()),
@@ -341,6 +346,7 @@ def launch_grid(
                 checkpoint_every=s.checkpoint_every,
                 callback=callback,
                 train_fn=train_fn,
+                labels=trial_labels(spec.trials),
             )
         return run_tuner(tuner, total, callback)
     finally:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ray import tune
 
+from sweepgrok.config.grid_file import label_of
 from sweepgrok.config.trial import Config, from_flat, update
 
 PAYLOAD = "_sweepgrok_rows"
@@ -156,9 +157,10 @@ def run_trial(
         train(cfg, None, resume_from=resume_dir, **kwargs)
 
 
-def trial_extra(trial_id: str) -> dict[str, str]:
-    """Run-row fields that say where a trial ran."""
-    return {"trial_id": trial_id, "node_id": node_id(), "host": socket.gethostname()}
+def trial_extra(trial_id: str, arm: str = "") -> dict[str, str]:
+    """Run-row fields that say where a trial ran (and its arm, when the sweep labels one)."""
+    extra = {"trial_id": trial_id, "node_id": node_id(), "host": socket.gethostname()}
+    return {**extra, "arm": arm} if arm else extra
 
 
 def trainable(config: Mapping[str, Any], train_fn: Callable[..., Any] | None = None) -> None:
@@ -179,4 +181,5 @@ def trainable(config: Mapping[str, Any], train_fn: Callable[..., Any] | None = N
     run_ids = run_ids_for(sweep, trial_id, cfg)
     every = int(meta.get("checkpoint_every") or cfg.train.checkpoint_every)
     reporter = Reporter(every, trial_id, run_ids)
-    run_trial(train_fn, cfg, run_ids, sweep, reporter, trial_extra(trial_id))
+    arm = label_of(meta.get("labels") or (), config["cfg"])
+    run_trial(train_fn, cfg, run_ids, sweep, reporter, trial_extra(trial_id, arm))
