@@ -96,14 +96,17 @@ def _section(spec: SearchSpec) -> ConfirmSection:
 
 
 def arm_trials(spec: SearchSpec, stage: Stage) -> list[Trial]:
-    """Every trial of the stage: each arm's config, once per chunk of seeds, validated."""
+    """Every trial of the stage: each arm's config, once per chunk of seeds, validated; the
+    reference arms' trials first."""
     confirm = _section(spec)
     base = {k: v for k, v in spec.base.items() if k not in SEED_KEYS}
     if confirm.max_steps is not None:
         base["train.max_steps"] = confirm.max_steps
     packed = confirm.seeds_per_trial is not None
     trials: list[Trial] = []
-    for arm in stage.arms:
+    # References first: the no-method baseline is usually the slowest arm, and a trial that
+    # starts last sets the stage's end.
+    for arm in sorted(stage.arms, key=lambda a: a.searched):
         for chunk in confirm.seed_chunks():
             seeds = {"train.seed": chunk[0], "train.seeds": chunk if packed else None}
             overrides = {**arm.overrides, **seeds}

@@ -101,9 +101,9 @@ def test_each_arm_runs_every_fresh_seed_at_the_confirm_budget(tmp_path: Path) ->
     spec = load_search(search_file(tmp_path))
     stage = new_stage(spec, "s", [trial(0, 100.0, 0.25), trial(1, 110.0, 0.5)])
     trials = arm_trials(spec, stage)
-    # 4 arms x seeds [1, 2] and [3] (2 per trial).
+    # 4 arms x seeds [1, 2] and [3] (2 per trial), the references first (the slowest, usually).
     assert [(t.label, t.flat["train.seed"], t.flat["train.seeds"]) for t in trials] == [
-        (arm, seed, seeds) for arm in ("search_1", "search_2", "baseline", "paper")
+        (arm, seed, seeds) for arm in ("baseline", "paper", "search_1", "search_2")
         for seed, seeds in ((1, [1, 2]), (3, [3]))
     ]
     assert {t.flat["train.max_steps"] for t in trials} == {300}
