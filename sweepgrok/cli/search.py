@@ -59,7 +59,9 @@ def top_table(spec: SearchSpec, results: Any) -> Table:
         table.add_column(key)
     for t in results.top:
         capped = t.user_attrs.get("capped_at")
-        cells = [str(t.number), _fmt(t.value), "-" if capped is None else str(capped)]
+        # A value past the budget is a censored run's score, not a grok step: say so.
+        value = _fmt(t.value) + (" (censored)" if float(t.value) > spec.budget else "")
+        cells = [str(t.number), value, "-" if capped is None else str(capped)]
         table.add_row(*cells, *(_fmt(t.params.get(k)) for k in keys))
     return table
 
@@ -97,14 +99,19 @@ def print_results(spec: SearchSpec, sweep_dir: Path, results: Any) -> None:
         f"best schedule (trial #{s['best_trial']}, objective {s['best_value']:g}): {params}",
         highlight=False,
     )
+    from sweepgrok.search.study import IMPORTANCE_CAVEAT
+
     imp = results.importances
     if isinstance(imp, str):
         console.print(f"parameter importances: {imp}")
     else:
-        console.print(
-            "parameter importances: " + ", ".join(f"{k} {v:.2f}" for k, v in imp.items()),
-            highlight=False,
-        )
+        cells = (f"{k} {v['importance']:.2f} [{v['lo']:.2f}, {v['hi']:.2f}]"
+                 for k, v in imp.items())  # fmt: skip
+        console.print("parameter importances: " + ", ".join(cells), highlight=False, soft_wrap=True)
+        console.print(IMPORTANCE_CAVEAT, highlight=False, soft_wrap=True)
+    console.print(f"search seeds: {', '.join(map(str, spec.search_seeds))}"
+                  + (f"; confirm seeds: {', '.join(map(str, spec.confirm.seeds))}"
+                     if spec.confirm is not None else ""), highlight=False)  # fmt: skip
     c = results.compute
     if spec.time_cap:
         console.print(

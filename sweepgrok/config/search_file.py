@@ -264,6 +264,11 @@ class SearchSection(BaseModel):
     seed: int | None = Field(0, ge=0, le=2**32 - 1)
     """Sampler seed (null = unseeded); at most 2**32 - 1, the range of numpy's seeds that the
     samplers use."""
+    objective: Literal["median", "km_median"] = "median"
+    """How a trial's k runs make its objective: ``median`` of the run values (a censored run
+    scores past its censoring step, nearer the closer it came); ``km_median``: the Kaplan-Meier
+    median of the k grok steps, censored runs counted as censored (a trial with under half its
+    runs grokked scores past the budget). docs/search.md says when to use which."""
     seeds_per_trial: int = Field(1, ge=1, le=MAX_SEEDS)
     """k > 1: the objective is the median over k init seeds trained in lockstep (at most
     train.seeds' 1024)."""
@@ -329,6 +334,7 @@ class SearchSpec:
     max_concurrent: int
     sampler: str
     seed: int | None
+    objective: str
     seeds_per_trial: int
     time_cap_margin: float | None
     study_storage: str

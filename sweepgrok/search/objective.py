@@ -13,7 +13,14 @@ run that came closer to grokking (higher peak test accuracy) ranks better. A run
 time cap at step c scores above c, hence above the best value it could not beat, but it is not
 pushed to the budget: TPE / GP still see that it was a near miss. Never NaN or inf (Optuna
 drops such trials as failed). With ``seeds_per_trial`` k, a trial's objective is the median
-over its k runs (``statistics.median``: the mean of the two middle values when k is even).
+over its k runs (``statistics.median``: the mean of the two middle values when k is even), or
+with ``search.objective: km_median`` the Kaplan-Meier median of their grok steps: a grokked run
+is an event at its grok step, a censored run censored at its last step, a diverged or failed
+one censored at the budget (it never groks); where fewer than half grokked (no KM median) the
+trial scores ``B + median(run values)``, past every trial that has one. A censored run never
+scores better than had it grokked at the step where it was censored, and it keeps its place in
+the risk set instead of being dropped (a median over the grokked runs only would let a trial
+with one lucky seed win).
 
 Exact time cap (minimizing): while a trial runs, every run's value is bounded below: a finished
 run's value is known, an unfinished one will be > the current step s (it groks later than s, or
@@ -29,11 +36,14 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sweepgrok.train.events import reached
+
+MEDIAN, KM_MEDIAN = "median", "km_median"
+"""The two ways a trial's runs make its objective (SearchSection.objective)."""
 
 OBJECTIVE = "objective"
 """Result key Tune and Optuna optimize (min or max of the objective defined above)."""
@@ -63,6 +73,17 @@ def censored_value(steps: int, peak_test_acc: Any, budget: int, theta: float) ->
     return float(steps) + float(budget) * (theta - peak)
 
 
+def run_time(row: Mapping[str, Any], metric: str, budget: int) -> tuple[float, bool]:
+    """(time, censored) of one finished run: its grok step, else censored at its last step (a
+    diverged or failed run at the budget: it can never grok)."""
+    if row.get("status") in ("diverged", "failed"):
+        return float(budget), True
+    grok = row.get(metric)
+    if grok is not None and math.isfinite(float(grok)):
+        return float(grok), False
+    return _finite(row.get("steps_run"), float(budget)), True
+
+
 def run_value(row: Mapping[str, Any], metric: str, theta: float, budget: int) -> float:
     """The objective of one finished run from its runs/ row (see the module docstring)."""
     status = row.get("status")
@@ -80,11 +101,32 @@ def trial_value(values: Sequence[float]) -> float:
     return float(statistics.median(values))
 
 
+KMMedian = Callable[[Any, Any], float]
+"""sweepgrok.analysis.survival.km_median (passed in: analysis sits above this layer)."""
+
+
+def km_trial_value(
+    km: KMMedian,
+    times: Sequence[float],
+    censored: Sequence[bool],
+    values: Sequence[float],
+    budget: int,
+) -> float:
+    """A trial's objective under ``km_median``: the KM median of its runs' (time, censored),
+    else (under half grokked) the budget plus the median of their run values."""
+    import numpy as np
+
+    median = km(np.asarray(times, float), np.asarray(censored, bool))
+    return median if math.isfinite(median) else float(budget) + trial_value(values)
+
+
 @dataclass
 class _Run:
     first_at_theta: int | None = None
     peak: float = 0.0
     value: float | None = None  # set when the run has ended
+    time: float | None = None  # its grok step, or the step it was censored at (once ended)
+    censored: bool = False
 
 
 @dataclass
@@ -100,6 +142,10 @@ class TrialProgress:
     budget: int
     runs: dict[str, _Run] = field(default_factory=dict)
     capped_at: int | None = None
+    objective: str = MEDIAN
+    """MEDIAN or KM_MEDIAN (see the module docstring)."""
+    km: KMMedian | None = None
+    """The KM median function KM_MEDIAN needs (sweepgrok.analysis.survival.km_median)."""
 
     def __post_init__(self) -> None:
         for rid in self.run_ids:
@@ -122,6 +168,7 @@ class TrialProgress:
             run = self.runs.get(str(row["run_id"]))
             if run is not None:
                 run.value = run_value(row, self.metric, self.theta, self.budget)
+                run.time, run.censored = run_time(row, self.metric, self.budget)
 
     @property
     def done(self) -> bool:
@@ -135,8 +182,18 @@ class TrialProgress:
         return float(step)  # it will grok after `step`, or be censored at c >= step
 
     def lower_bound(self, step: int) -> float:
-        """A lower bound on the trial's objective; exact once every run has ended."""
-        return trial_value([self._bound(r, step) for r in self.runs.values()])
+        """A lower bound on the trial's objective; exact once every run has ended. Under
+        km_median an open run counts as an event at its bound: its real outcome (an event at or
+        after it, or a censoring) can only move the KM median later or leave it undefined."""
+        runs = list(self.runs.values())
+        bounds = [self._bound(r, step) for r in runs]
+        if self.objective != KM_MEDIAN:
+            return trial_value(bounds)
+        times = [r.time if r.time is not None else b for r, b in zip(runs, bounds, strict=True)]
+        censored = [r.censored if r.value is not None else False for r in runs]
+        if self.km is None:
+            raise ValueError("objective km_median needs its km function")
+        return km_trial_value(self.km, times, censored, bounds, self.budget)
 
     def to_cap(self, step: int, best: float | None, margin: float) -> list[str]:
         """Runs to stop now: those still open, if the trial can no longer beat best * margin."""

@@ -14,7 +14,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
@@ -51,6 +51,8 @@ def fingerprint(spec: SearchSpec) -> str:
             "space": [vars(d) for d in spec.space],
             "metric": spec.metric,
             "mode": spec.mode,
+            # Only when not the default: studies begun before the option keep their digest.
+            **({"objective": spec.objective} if spec.objective != "median" else {}),
         },
         sort_keys=True,
         default=str,
@@ -244,20 +246,68 @@ def top_trials(study: optuna.Study, k: int = 10) -> list[Any]:
     return sorted(trials, key=lambda t: sign * float(t.value or 0.0))[:k]
 
 
-def importances(study: optuna.Study) -> dict[str, float] | str:
-    """Parameter importances (fANOVA), or the reason they cannot be computed."""
-    import optuna
+MIN_IMPORTANCE_TRIALS = 20
+"""Complete trials below which no importance is shown (a floor we chose, not a derived one):
+PED-ANOVA compares the best 10% of the trials with all of them, which is 2 trials at 20, and
+each trial is scored on a few seeds. Above it the bootstrap spread says how far to trust each
+value."""
+IMPORTANCE_RESAMPLES = 20
+"""Bootstrap resamples of the trials behind each importance's spread."""
+IMPORTANCE_CAVEAT = (
+    "Importance (PED-ANOVA, Optuna's default): how much each key's values among the best 10% "
+    "of these trials differ from its values over all of them, normalized to sum to 1 (the "
+    "spread: 2.5-97.5% over bootstrap resamples of the trials). It says which keys the best "
+    "trials of this search had in common, within the searched ranges; not how a key acts "
+    "elsewhere, and a trial's objective carries its seeds' noise."
+)
+"""What parameter importances can and cannot say (printed and in search_summary.json)."""
+
+
+def importances(study: optuna.Study) -> dict[str, dict[str, float]] | str:
+    """Parameter importances (PED-ANOVA) with their bootstrap spread over the complete trials:
+    {key: {"importance", "lo", "hi"}}; or the reason they are not shown."""
     from optuna.trial import TrialState
 
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    if len(complete) < 4:
-        return f"needs at least 4 complete trials (have {len(complete)})"
+    if len(complete) < MIN_IMPORTANCE_TRIALS:
+        return (
+            f"not shown below {MIN_IMPORTANCE_TRIALS} complete trials (have {len(complete)}): "
+            "too few to tell a key's effect from the seeds' noise"
+        )
     if len({t.value for t in complete}) < 2:
         return "every trial has the same objective"
     try:
-        return dict(optuna.importance.get_param_importances(study))
+        point = _importances(study.direction, complete)
+        boots = [
+            _importances(study.direction, _resample(complete, i))
+            for i in range(1, IMPORTANCE_RESAMPLES + 1)
+        ]
     except (RuntimeError, ValueError) as err:
         return f"not computable: {err}"
+    return {key: _spread(value, [b.get(key, 0.0) for b in boots]) for key, value in point.items()}
+
+
+def _importances(direction: Any, trials: Sequence[Any]) -> dict[str, float]:
+    """Optuna's default evaluator (PED-ANOVA, deterministic) on an in-memory study of `trials`."""
+    import optuna
+
+    study = optuna.create_study(direction=direction)
+    study.add_trials(trials)
+    return dict(optuna.importance.get_param_importances(study))
+
+
+def _resample(trials: Sequence[Any], seed: int) -> list[Any]:
+    import random
+
+    rng = random.Random(seed)
+    return [trials[rng.randrange(len(trials))] for _ in trials]
+
+
+def _spread(value: float, boots: Sequence[float]) -> dict[str, float]:
+    import numpy as np
+
+    lo, hi = np.quantile(np.asarray(boots, float), [0.025, 0.975], method="inverted_cdf")
+    return {"importance": float(value), "lo": float(lo), "hi": float(hi)}
 
 
 def best_config_yaml(spec: SearchSpec, study: optuna.Study) -> str:
@@ -292,6 +342,9 @@ def summary(
         "best_trial": study.best_trial.number if best is not None else None,
         "compute": dict(saved),
         "importances": imp,
+        "importances_note": IMPORTANCE_CAVEAT,
+        "search_seeds": spec.search_seeds,
+        "confirm_seeds": list(spec.confirm.seeds) if spec.confirm is not None else None,
     }
 
 
@@ -348,7 +401,7 @@ class Results:
 
     study: Any
     top: list[Any]
-    importances: dict[str, float] | str
+    importances: dict[str, dict[str, float]] | str
     compute: dict[str, Any]
     summary: dict[str, Any]
     best_yaml: Path | None = None

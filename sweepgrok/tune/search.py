@@ -32,7 +32,7 @@ from ray.tune.search.optuna import OptunaSearch
 
 from sweepgrok.config.search_file import SearchSpec
 from sweepgrok.config.trial import ConfigError, from_flat
-from sweepgrok.search.objective import FINAL, OBJECTIVE, TrialProgress, worst_value
+from sweepgrok.search.objective import FINAL, MEDIAN, OBJECTIVE, TrialProgress, worst_value
 from sweepgrok.search.study import (
     best_value,
     finished_count,
@@ -165,7 +165,11 @@ def search_trainable(config: Mapping[str, Any], board: Any = None, train_fn: Any
     configure_trial_process(cfg, float(meta.get("cpu", 1.0)))
     stem = trial_stem(int(meta["optuna_trial"]))
     run_ids = run_ids_for(sweep, stem, cfg)
-    progress = TrialProgress(list(run_ids), str(meta["metric"]), theta, budget)
+    from sweepgrok.analysis.survival import km_median
+
+    objective = str(meta.get("objective", MEDIAN))
+    progress = TrialProgress(list(run_ids), str(meta["metric"]), theta, budget,
+                             objective=objective, km=km_median)  # fmt: skip
     every = int(meta.get("checkpoint_every") or cfg.train.checkpoint_every)
     reporter = _SearchReporter(every, stem, run_ids, progress, board, float(meta["margin"]))
 
@@ -303,6 +307,7 @@ def _meta(spec: SearchSpec) -> dict[str, Any]:
         "theta": spec.threshold,
         "budget": spec.budget,
         "margin": spec.time_cap_margin or 1.0,
+        "objective": spec.objective,
     }
 
 

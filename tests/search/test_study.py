@@ -255,11 +255,18 @@ def test_best_trial_yaml_loads_and_has_the_best_schedule(tmp_path):
     assert [t.number for t in S.top_trials(study, 2)] == [1, 0]
 
 
-def test_importances_guarded_when_too_few_trials(tmp_path):
+def test_importances_need_enough_trials_and_carry_their_bootstrap_spread(tmp_path):
     spec = load_search(write(tmp_path))
-    assert isinstance(S.importances(fake_study(spec, [1.0, 2.0])), str)
-    imp = S.importances(fake_study(spec, [float(v) for v in (900, 300, 500, 700, 100, 650)]))
+    few = S.importances(fake_study(spec, [float(v) for v in range(S.MIN_IMPORTANCE_TRIALS - 1)]))
+    assert isinstance(few, str) and f"have {S.MIN_IMPORTANCE_TRIALS - 1}" in few
+    # The objective follows start_step alone (10 * i) plus a little of lambda_max's order.
+    values = [10.0 * i + (i % 3) for i in range(S.MIN_IMPORTANCE_TRIALS)]
+    imp = S.importances(fake_study(spec, values))
     assert isinstance(imp, dict) and set(imp) == {"geomdr.lambda_max", "geomdr.start_step"}
+    for v in imp.values():
+        assert set(v) == {"importance", "lo", "hi"} and 0 <= v["lo"] <= v["hi"] <= 1
+    assert sum(v["importance"] for v in imp.values()) == pytest.approx(1.0)
+    assert imp == S.importances(fake_study(spec, values))  # seeded
 
 
 def test_interrupted_trials_are_adopted_and_the_surplus_marked_failed_with_a_log(
