@@ -9,6 +9,16 @@ reads only the two operand tokens.
 - ``s5``: the 120 permutations of {0..4} in lexicographic order (token i = i-th permutation);
   the label is the composition ``(x o y)(i) = x[y[i]]``: apply y first, then x.
 
+Power et al. (2022)'s other binary operations, on Z_p with the pairs their paper uses (every
+pair, except y = 0 where a division is involved):
+
+- ``div_odd_sub``: ``x / y`` if y is odd, else ``x - y`` (p prime, y != 0). ``x / y`` is modular
+  division (x times y's inverse), as in ``div``; public re-implementations differ (one uses the
+  integer floor division x // y), so this is our choice, stated.
+- ``sum_sq``: ``x^2 + y^2``; ``quad``: ``x^2 + xy + y^2``; ``quad_x``: ``x^2 + xy + y^2 + x``;
+  ``cube_xy``: ``x^3 + xy``; ``cube_xy2_y``: ``x^3 + xy^2 + y`` (all mod p, every pair).
+- ``s5_conj``: ``x o y o x^-1``; ``s5_xyx``: ``x o y o x`` (S5, the composition above).
+
 A task is one entry of ``TASKS``: adding one touches nothing else (config's task.name accepts
 it, the model sizes its vocabulary from it, the trainer asks it which Fourier measures apply).
 No torch import at module level: sweepgrok.config.trial reads TASKS and stays light.
@@ -61,16 +71,6 @@ def s5_compose(x: tuple[int, ...], y: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(x[y[i]] for i in range(len(y)))
 
 
-def _s5_table(_p: int) -> tuple[Tensor, Tensor]:
-    import torch
-
-    elems = s5_elements()
-    index = {e: i for i, e in enumerate(elems)}
-    pairs = [(i, j) for i in range(len(elems)) for j in range(len(elems))]
-    labels = [index[s5_compose(elems[i], elems[j])] for i, j in pairs]
-    return torch.tensor(pairs), torch.tensor(labels)
-
-
 def _zp_table(op: ZpOp) -> Callable[[int], tuple[Tensor, Tensor]]:
     """The table of `op` over all pairs of Z_p (op may drop pairs: it returns a, b, labels)."""
 
@@ -93,17 +93,56 @@ def _div(a: Tensor, b: Tensor, p: int) -> tuple[Tensor, Tensor, Tensor]:
     return a, b, (a * inv[b]) % p
 
 
+def _div_odd_sub(a: Tensor, b: Tensor, p: int) -> tuple[Tensor, Tensor, Tensor]:
+    import torch
+
+    a, b, quotient = _div(a, b, p)
+    return a, b, torch.where(b % 2 == 1, quotient, (a - b) % p)
+
+
+def _s5_words(word: Callable[[tuple[int, ...], tuple[int, ...]], tuple[int, ...]]) -> Task:
+    """An S5 task whose label is the permutation `word(x, y)`."""
+
+    def table(_p: int) -> tuple[Tensor, Tensor]:
+        import torch
+
+        elems = s5_elements()
+        index = {e: i for i, e in enumerate(elems)}
+        pairs = [(i, j) for i in range(len(elems)) for j in range(len(elems))]
+        labels = [index[word(elems[i], elems[j])] for i, j in pairs]
+        return torch.tensor(pairs), torch.tensor(labels)
+
+    n = len(s5_elements())
+    return Task(table, n_tokens=lambda _p: n, size=lambda _p: n * n, cyclic=False)
+
+
+def s5_inverse(x: tuple[int, ...]) -> tuple[int, ...]:
+    """x^-1: the permutation that sends x[i] back to i."""
+    inv = [0] * len(x)
+    for i, xi in enumerate(x):
+        inv[xi] = i
+    return tuple(inv)
+
+
+def _zp(expr: Callable[[Tensor, Tensor], Tensor]) -> Task:
+    """A Z_p task over every pair whose label is expr(a, b) mod p (not balanced, not additive)."""
+    return Task(_zp_table(lambda a, b, p: (a, b, expr(a, b) % p)))
+
+
 TASKS: dict[str, Task] = {
     "add": Task(_zp_table(lambda a, b, p: (a, b, (a + b) % p)), additive=True),
     "sub": Task(_zp_table(lambda a, b, p: (a, b, (a - b) % p)), additive=True),
     "mul": Task(_zp_table(lambda a, b, p: (a, b, (a * b) % p))),
     "div": Task(_zp_table(_div), size=lambda p: p * (p - 1), needs_prime=True),
-    "s5": Task(
-        _s5_table,
-        n_tokens=lambda _p: len(s5_elements()),
-        size=lambda _p: len(s5_elements()) ** 2,
-        cyclic=False,
-    ),
+    "s5": _s5_words(s5_compose),
+    "div_odd_sub": Task(_zp_table(_div_odd_sub), size=lambda p: p * (p - 1), needs_prime=True),
+    "sum_sq": _zp(lambda a, b: a * a + b * b),
+    "quad": _zp(lambda a, b: a * a + a * b + b * b),
+    "quad_x": _zp(lambda a, b: a * a + a * b + b * b + a),
+    "cube_xy": _zp(lambda a, b: a * a * a + a * b),
+    "cube_xy2_y": _zp(lambda a, b: a * a * a + a * b * b + b),
+    "s5_conj": _s5_words(lambda x, y: s5_compose(s5_compose(x, y), s5_inverse(x))),
+    "s5_xyx": _s5_words(lambda x, y: s5_compose(s5_compose(x, y), x)),
 }
 """Task name (task.name) -> its Task."""
 

@@ -74,9 +74,12 @@ def is_prime(n: int) -> bool:
 
 class TaskConfig(_Section):
     name: TaskName = "add"
-    """Operation: add, sub, mul, div (a * b^-1 mod p) on Z_p, or s5 (permutation composition)."""
+    """Operation: add, sub, mul, div (a * b^-1 mod p) on Z_p, or s5 (permutation composition);
+    Power et al. (2022)'s div_odd_sub (a / b if b odd, else a - b), sum_sq (a^2 + b^2), quad
+    (a^2 + ab + b^2), quad_x (quad + a), cube_xy (a^3 + ab), cube_xy2_y (a^3 + ab^2 + b) on Z_p,
+    and s5_conj (a b a^-1), s5_xyx (a b a) on S5."""
     p: int = Field(113, ge=2, le=MAX_P)
-    """Modulus for the Z_p tasks (ignored by s5); div needs a prime."""
+    """Modulus for the Z_p tasks (ignored by the S5 ones); div and div_odd_sub need a prime."""
     train_fraction: float = Field(0.3, gt=0.0, lt=1.0)
     """Fraction of the full operation table used for training, in (0, 1); round(fraction x
     table size) must leave at least one training and one test example."""

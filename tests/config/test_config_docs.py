@@ -27,7 +27,7 @@ def test_every_key_has_one_row_with_its_docstring():
 
 def test_cells_show_type_default_choices_and_bounds():
     task = section_table("task")
-    assert "| `task.name` | str | `add` | `add`, `sub`, `mul`, `div`, `s5` |" in task
+    assert "| `task.name` | str | `add` | `add`, `sub`, `mul`, `div`, `s5`, `div_odd_sub`, " in task
     assert "| `task.p` | int | `113` | [2, 2000] |" in task
     assert "| `task.train_fraction` | float | `0.3` | (0.0, 1.0) |" in task
     optim = section_table("optim")

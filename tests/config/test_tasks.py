@@ -60,13 +60,15 @@ def test_additive_tasks_answer_every_value_equally_often(name):
 
 
 def test_registry_drives_config_and_tables():
-    assert set(TASKS) == {"add", "sub", "mul", "div", "s5"}
+    power = ["div_odd_sub", "sum_sq", "quad", "quad_x", "cube_xy", "cube_xy2_y"]
+    assert list(TASKS) == ["add", "sub", "mul", "div", "s5", *power, "s5_conj", "s5_xyx"]
     assert from_flat({"task.name": "s5", "task.p": 7}).task.n_tokens == 120
+    assert from_flat({"task.name": "s5_conj", "task.p": 7}).task.n_tokens == 120
     assert from_flat({"task.name": "mul", "task.p": 7}).task.n_tokens == 7
-    assert [n for n, t in TASKS.items() if t.needs_prime] == ["div"]
-    assert [n for n, t in TASKS.items() if not t.cyclic] == ["s5"]
+    assert [n for n, t in TASKS.items() if t.needs_prime] == ["div", "div_odd_sub"]
+    assert [n for n, t in TASKS.items() if not t.cyclic] == ["s5", "s5_conj", "s5_xyx"]
     assert [n for n, t in TASKS.items() if t.additive] == ["add", "sub"]
-    with pytest.raises(ConfigError, match=r"task\.name: must be one of add, sub, mul, div, s5"):
+    with pytest.raises(ConfigError, match=r"task\.name: must be one of add, sub, mul, div, s5, "):
         from_flat({"task.name": "pow"})
     with pytest.raises(ValueError, match="unknown task 'pow'"):
         operation_table("pow", 7)
@@ -82,3 +84,38 @@ def test_a_new_task_is_one_registry_entry(monkeypatch):
     assert (split.train_x[:, 2] == 8).all()  # the '=' token follows the task's vocabulary
     with pytest.raises(ConfigError, match=r"task\.p must be prime for task\.name=add"):
         from_flat({"task.name": "add", "task.p": 8})
+
+
+def test_power_et_al_operations_by_hand():
+    """Power et al. (2022)'s operations on Z_7, entries computed by hand."""
+    odd = _lookup("div_odd_sub", 7)
+    assert len(odd) == 7 * 6 and all(b != 0 for _, b in odd)
+    # y = 3 odd: 2 / 3 = 2 * 5 = 10 = 3 (3 * 5 = 15 = 1 mod 7); y = 4 even: 2 - 4 = -2 = 5.
+    assert odd[(2, 3)] == 3 and odd[(2, 4)] == 5 and odd[(6, 1)] == 6
+    assert _lookup("sum_sq", 7)[(2, 3)] == (4 + 9) % 7 == 6
+    assert _lookup("quad", 7)[(2, 3)] == (4 + 6 + 9) % 7 == 5
+    assert _lookup("quad_x", 7)[(2, 3)] == (4 + 6 + 9 + 2) % 7 == 0
+    assert _lookup("cube_xy", 7)[(2, 3)] == (8 + 6) % 7 == 0
+    assert _lookup("cube_xy2_y", 7)[(2, 3)] == (8 + 18 + 3) % 7 == 1
+    assert _lookup("cube_xy2_y", 7)[(6, 6)] == (216 + 216 + 6) % 7 == 4
+    for name in ("sum_sq", "quad", "quad_x", "cube_xy", "cube_xy2_y"):
+        assert len(_lookup(name, 7)) == 49 and not TASKS[name].additive and TASKS[name].cyclic
+
+
+def test_s5_words_by_hand():
+    from sweepgrok.config.tasks import s5_inverse
+
+    elems = s5_elements()
+    ix = {e: i for i, e in enumerate(elems)}
+    x, y = (1, 2, 0, 3, 4), (1, 0, 2, 3, 4)  # a 3-cycle and a swap
+    assert s5_inverse(x) == (2, 0, 1, 3, 4) and s5_compose(x, s5_inverse(x)) == elems[0]
+    # x y x^-1 (apply x^-1, then y, then x): i -> x[y[x^-1[i]]]: 0 -> 2 -> 2 -> 0,
+    # 1 -> 0 -> 1 -> 2, 2 -> 1 -> 0 -> 1: the swap of 0 and 1 carried by x to a swap of 1 and 2.
+    conj = _lookup("s5_conj", 0)
+    assert conj[(ix[x], ix[y])] == ix[(0, 2, 1, 3, 4)]
+    # x y x: i -> x[y[x[i]]]: 0 -> 1 -> 0 -> 1, 1 -> 2 -> 2 -> 0, 2 -> 0 -> 1 -> 2.
+    assert _lookup("s5_xyx", 0)[(ix[x], ix[y])] == ix[(1, 0, 2, 3, 4)]
+    # Conjugation preserves the cycle type: a swap stays a swap.
+    swaps = {e for e in elems if sum(a != b for a, b in zip(e, range(5), strict=True)) == 2}
+    assert all(elems[c] in swaps for (a, b), c in conj.items() if elems[b] in swaps)
+    assert len(conj) == 120 * 120
