@@ -284,6 +284,39 @@ def raw_rows(sweep_dir: Path, kind: str) -> Any:
     return ds.dataset(files, schema=schema, format="parquet").to_table().to_pandas()
 
 
+PLAIN_KEYS = {"runs": ["run_id"], "metrics": ["run_id", "step"],
+              "geometry": ["run_id", "step", "layer"]}
+"""Each part folder's key: what a plain Parquet reader must find once per row."""
+
+
+def assert_plain_readers_read_one_row_per_key(sweep_dir: Path) -> None:
+    """pandas, DuckDB and Polars, as docs/outputs.md tells users to call them, read every
+    part folder of `sweep_dir` raw (no dedupe) with each key once, and the rows the readers
+    of sweepgrok read."""
+    import duckdb
+    import pandas as pd
+    import polars as pl
+
+    from sweepgrok.store.sink import read_table
+
+    for kind, keys in PLAIN_KEYS.items():
+        if not (sweep_dir / kind).exists():
+            continue
+        ours = read_table(sweep_dir, kind).to_pandas()
+        want = sorted(ours[keys].itertuples(index=False, name=None))
+        query = f"SELECT * FROM read_parquet('{sweep_dir}/{kind}/*.parquet')"
+        frames = {
+            "pandas": pd.read_parquet(sweep_dir / kind),
+            "duckdb": duckdb.sql(query).df(),
+            "polars": pl.read_parquet(f"{sweep_dir}/{kind}/*.parquet").to_pandas(),
+        }
+        for reader, frame in frames.items():
+            assert sorted(frame[keys].itertuples(index=False, name=None)) == want, (reader, kind)
+            if kind == "runs":  # each run's last-written row: its final status
+                statuses = dict(zip(frame["run_id"], frame["status"], strict=True))
+                assert statuses == dict(zip(ours["run_id"], ours["status"], strict=True)), reader
+
+
 def assert_exactly_once(sweep_dir: Path, n_runs: int) -> Any:
     """n_runs run rows with a final status; each run's metrics cover its schedule, once."""
     from sweepgrok.store.sink import read_metrics, read_runs

@@ -74,7 +74,8 @@ def build_report(
     sweepgrok.store.parts.DamagedPart on a damaged part file unless `skip_damaged`;
     `censor_interrupted`: see stats.recorded_runs)."""
     metrics, summary, pending = stats.load_recorded_runs(
-        sweep_dirs, skip_damaged=skip_damaged, censor_interrupted=censor_interrupted
+        sweep_dirs, skip_damaged=skip_damaged, censor_interrupted=censor_interrupted,
+        keep_repeats=stats.separates_sweeps(by),
     )
     stats.check_runs_to_analyse(summary, pending, sweep_dirs)  # before the report folder is made
     sources = [Path(d).resolve().name for d in sweep_dirs]  # names, never machine paths

@@ -25,7 +25,9 @@ test (``scipy.stats.logrank``), which counts censored runs too.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +43,16 @@ from sweepgrok.store.columns import progress_panels
 from sweepgrok.train import events
 from sweepgrok.train.events import ACC_EPS, COLLAPSE_FRACTION, FIT_THRESHOLD
 
+log = logging.getLogger(__name__)
+
 REPLICATE_KEYS = (*SEED_KEYS, "task.data_seed")
 """Seed keys are replicates, not factors: never auto-detected as grouping keys."""
 PAIR_KEYS = (SEED_KEYS[0], "task.data_seed")  # a run row's own seed is its train.seed
 """Keys that pair runs across groups (``--paired``): seed s of every variant shares its split."""
 _BOOKKEEPING_KEYS = ("train.device", "train.threads", "train.checkpoint_every")
+REPEAT_EXCLUDED = (*_BOOKKEEPING_KEYS, "train.seeds")
+"""Config keys that say how a run ran, not which experiment it is: two runs from two folders
+equal in every other config key (seeds included) are the same experiment run twice."""
 STOPPED_STATUSES = ("diverged", "failed")
 """Runs that stopped and can never grok: censored at their budget, never where they stopped."""
 SMALL_GROUP = 5
@@ -73,28 +80,121 @@ class AnalysisError(ValueError):
 
 
 def read_sweeps(
-    sweep_dirs: str | Path | Iterable[str | Path], *, skip_damaged: bool = False
+    sweep_dirs: str | Path | Iterable[str | Path],
+    *,
+    skip_damaged: bool = False,
+    keep_repeats: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(metrics, runs) of one or more sweep folders, deduplicated, metrics projected.
+    """(metrics, runs) of one or more sweep folders, each deduplicated, metrics projected.
+
+    Runs are keyed by folder as well as id (docs/statistics.md, "Several folders"): each
+    folder is read on its own, so two folders are two sets of runs, never merged by run id.
+    A run whose experiment (REPEAT_EXCLUDED) an earlier folder given holds too is left out,
+    with a warning naming how many of which folder, unless `keep_repeats` (``--by sweep``:
+    then each folder is its own group). A run id an earlier folder holds too is read as
+    ``<sweep>/<run_id>``; sweep names two folders share take their parent folder's name.
 
     A damaged part file raises sweepgrok.store.parts.DamagedPart (`skip_damaged`: left out, warned).
     """
     from sweepgrok.store.sink import read_metrics, read_runs
 
-    dirs = [sweep_dirs] if isinstance(sweep_dirs, str | Path) else list(sweep_dirs)
-    # runs/ per folder, so a run row without a sweep name takes its folder's name (several
-    # sweeps analysed together can then be told apart with --by sweep).
-    parts = []
+    dirs = [Path(sweep_dirs)] if isinstance(sweep_dirs, str | Path) else list(map(Path, sweep_dirs))
+    folders = []
     for d in dirs:
-        part = read_runs(d, skip_damaged=skip_damaged)
-        part["sweep"] = part["sweep"].fillna(Path(d).name)
-        parts.append(part)
-    runs = pd.concat(parts, ignore_index=True) if parts else read_runs([])
-    runs = runs.drop_duplicates("run_id", keep="last").reset_index(drop=True)
-    metrics = read_metrics(dirs, list(METRIC_COLUMNS), skip_damaged=skip_damaged)
-    for d, part in zip(dirs, parts, strict=True):
-        _check_metrics_present(Path(d), part, metrics["run_id"])
+        runs = read_runs(d, skip_damaged=skip_damaged)
+        # A run row without a sweep name takes its folder's (--by sweep tells folders apart).
+        runs["sweep"] = runs["sweep"].fillna(d.name)
+        metrics = read_metrics(d, list(METRIC_COLUMNS), skip_damaged=skip_damaged)
+        _check_metrics_present(d, runs, metrics["run_id"])
+        folders.append(_Folder(d, runs, metrics))
+    if not folders:
+        return read_metrics([], list(METRIC_COLUMNS)), read_runs([])
+    _separate_sweep_names(folders)
+    if not keep_repeats:
+        _drop_repeats(folders)
+    _qualify_shared_ids(folders)
+    runs = pd.concat([f.runs for f in folders], ignore_index=True)
+    metrics = pd.concat([f.metrics for f in folders], ignore_index=True)
+    if len(folders) > 1:  # the readers' order, (run_id, step), across the folders too
+        metrics = metrics.sort_values(["run_id", "step"], kind="stable", ignore_index=True)
     return metrics, runs
+
+
+@dataclass
+class _Folder:
+    """One sweep folder's rows, each deduplicated by its reader."""
+
+    path: Path
+    runs: pd.DataFrame
+    metrics: pd.DataFrame
+
+
+def _separate_sweep_names(folders: Sequence[_Folder]) -> None:
+    """A sweep name that two folders share (two `<storage>/<name>` of one name) becomes
+    ``<parent>/<name>`` in each (then ``#<position>`` among the folders given, when parents
+    share a name too), so that ``--by sweep`` never pools two folders."""
+    owners: dict[str, set[int]] = {}
+    for i, folder in enumerate(folders):
+        for name in folder.runs["sweep"].astype(str).unique():
+            owners.setdefault(name, set()).add(i)
+    shared = {name for name, held in owners.items() if len(held) > 1}
+    used: set[str] = set()
+    for i, folder in enumerate(folders):
+        names = folder.runs["sweep"].astype(str)
+        rename = {}
+        for name in names.unique():
+            label = f"{folder.path.resolve().parent.name}/{name}" if name in shared else name
+            rename[name] = f"{label} #{i + 1}" if name in shared and label in used else label
+        folder.runs["sweep"] = names.map(rename)
+        used |= set(rename.values())
+
+
+def repeat_keys(runs: pd.DataFrame) -> list[str]:
+    """The columns that say which experiment a run is: every config key but REPEAT_EXCLUDED."""
+    return [k for k in config_keys(runs) if k not in REPEAT_EXCLUDED]
+
+
+def _drop_repeats(folders: Sequence[_Folder]) -> None:
+    """Leave out each run whose experiment an earlier folder holds (the first folder given
+    keeps it), with one warning naming how many left which folder."""
+    seen: pd.DataFrame | None = None
+    dropped: list[tuple[int, Path]] = []
+    for folder in folders:
+        keys = repeat_keys(folder.runs)
+        mine = folder.runs[keys].drop_duplicates()
+        if seen is not None and len(folder.runs):
+            # merge treats null as equal to null: a key no run sets matches itself.
+            hit = folder.runs[keys].merge(seen.assign(_seen=True), how="left", on=keys)
+            repeat = hit["_seen"].fillna(False).to_numpy(bool)
+            if repeat.any():
+                ids = set(folder.runs.loc[repeat, "run_id"])
+                dropped.append((int(repeat.sum()), folder.path))
+                folder.runs = folder.runs[~repeat].reset_index(drop=True)
+                folder.metrics = folder.metrics[~folder.metrics["run_id"].isin(ids)]
+        seen = mine if seen is None else pd.concat([seen, mine]).drop_duplicates()
+    if dropped:
+        log.warning(
+            "left out %s run(s) that repeat a run of a folder given before them (the same "
+            "config and seed, see docs/statistics.md): %s; --by sweep keeps every folder's "
+            "runs, each folder its own group",
+            sum(n for n, _ in dropped),
+            ", ".join(f"{n} from {path}" for n, path in dropped),
+        )
+
+
+def _qualify_shared_ids(folders: Sequence[_Folder]) -> None:
+    """A run id an earlier folder holds too (two `train` folders of one config) is read as
+    ``<sweep>/<run_id>``: one id, one run, in every table and figure."""
+    taken: set[str] = set()
+    for folder in folders:
+        ids = set(folder.runs["run_id"]) | set(folder.metrics["run_id"])
+        shared = ids & taken
+        if shared:
+            sweep = folder.runs.set_index("run_id")["sweep"]
+            name = {r: f"{sweep.get(r, folder.path.name)}/{r}" for r in shared}
+            for frame in (folder.runs, folder.metrics):
+                frame["run_id"] = frame["run_id"].map(lambda r, n=name: n.get(r, r))
+        taken |= set(folder.runs["run_id"]) | set(folder.metrics["run_id"])
 
 
 def _check_metrics_present(sweep_dir: Path, runs: pd.DataFrame, metric_ids: pd.Series) -> None:
@@ -254,10 +354,11 @@ def load_recorded_runs(
     *,
     skip_damaged: bool = False,
     censor_interrupted: bool = False,
+    keep_repeats: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     """(metrics, run summary of the runs with a runs/ row, how many runs have none yet): what
     `sweepgrok analyze` and the report read (see read_sweeps and recorded_runs)."""
-    metrics, runs = read_sweeps(sweep_dirs, skip_damaged=skip_damaged)
+    metrics, runs = read_sweeps(sweep_dirs, skip_damaged=skip_damaged, keep_repeats=keep_repeats)
     summary, pending = recorded_runs(run_summary(metrics, runs),
                                      censor_interrupted=censor_interrupted)
     return metrics, summary, pending
@@ -409,6 +510,11 @@ def groupable_keys(summary: pd.DataFrame) -> list[str]:
     """Columns a caller may group by: every config key, plus ``sweep`` and a confirm stage's
     ``arm`` when present."""
     return config_keys(summary) + [k for k in ("sweep", "arm") if k in summary]
+
+
+def separates_sweeps(by: Sequence[str] | None) -> bool:
+    """Grouping by ``sweep``: each folder is its own group, so a repeat is kept in each."""
+    return by is not None and "sweep" in by
 
 
 def resolve_by(summary: pd.DataFrame, by: Sequence[str] | None) -> list[str]:

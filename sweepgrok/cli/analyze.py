@@ -101,8 +101,10 @@ def _load(
     """(metrics, run summary of the runs with a run row, grouping keys)."""
     from sweepgrok.analysis import stats
 
+    keys = split_keys(by)
     metrics, summary, pending = stats.load_recorded_runs(
-        sweep_dirs, skip_damaged=skip_damaged, censor_interrupted=censor_interrupted
+        sweep_dirs, skip_damaged=skip_damaged, censor_interrupted=censor_interrupted,
+        keep_repeats=stats.separates_sweeps(keys),
     )
     stats.check_runs_to_analyse(summary, pending, sweep_dirs)
     if pending:
@@ -114,7 +116,7 @@ def _load(
     kept = stats.interrupted_count(summary)
     if kept:
         typer.echo(f"note: {stats.interrupted_note(kept)}", err=True)
-    return metrics, summary, stats.resolve_by(summary, split_keys(by))
+    return metrics, summary, stats.resolve_by(summary, keys)
 
 
 def _emit(text: str, out: Path | None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 from pathlib import Path
 from typing import Annotated, Any
@@ -110,6 +111,7 @@ def _train(cfg: Any, out: Path, where: str | None, *, resume: bool, quiet: bool,
         trainer, folder, resumed = _prepare(cfg, out, where, resume)
         if resume and folder.run_ids and not folder.unfinished:
             typer.echo(f"{out}: every run has ended already; nothing to resume", err=True)
+            _compact(out)  # a compaction a crash cut short is finished here
             return None
         mirrored = tracked(ParquetSink(out), parse_trackers(tracker), sweep=out.name,
                            sweep_dir=out)
@@ -133,7 +135,18 @@ def _train(cfg: Any, out: Path, where: str | None, *, resume: bool, quiet: bool,
         typer.echo(continue_line(f"{out} holds no new rows", command), err=True)
         raise typer.Exit(intr.exit_code) from None
     remove_checkpoint(folder)
+    _compact(out)  # a resumed run's interrupted row goes: one row per run on disk
     return rows
+
+
+def _compact(out: Path) -> None:
+    """One row per key on disk (sweepgrok.store.compact). A second signal meanwhile (its
+    KeyboardInterrupt) leaves the parts as they are: the readers read them right, and the next
+    end compacts them."""
+    from sweepgrok.store.compact import compact_sweep
+
+    with contextlib.suppress(KeyboardInterrupt):
+        compact_sweep(out)
 
 
 def _prepare(cfg: Any, out: Path, where: str | None, resume: bool) -> tuple[Any, Any, int | None]:
@@ -171,6 +184,7 @@ def _interrupted(trainer: Any, sink: Any, folder: Any, intr: Interruption, comma
     from sweepgrok.train.trainrun import kept_text, record_interruption, steps_on_disk
 
     n = record_interruption(trainer, sink, folder)
+    _compact(folder.out)  # a second resume's interrupted rows supersede the first's
     kept = kept_text(folder.out, steps_on_disk(folder.out), n, checkpoint)
     typer.echo(continue_line(kept, command), err=True)
     raise typer.Exit(intr.exit_code)

@@ -345,11 +345,25 @@ PREAMBLE = f"""\
 Do not edit by hand: change the declaration, then regenerate. -->
 
 A sweep folder (`<storage>/<name>/`) holds three folders of Parquet part files, which pandas,
-DuckDB and Polars read directly; `sweepgrok.store.sink.read_runs`, `read_metrics` and
-`read_geometry` read them deduplicated (a retried or resumed run writes its rows again: they keep
-the last-written row per key). Each folder has one fixed schema: every column is always there,
-and a value that was not measured is null. Types are Arrow's (`float64` is pandas' `float64`);
-a unit "fraction [0, 1]" is a share, not a percentage; losses are in nats (natural log).
+DuckDB and Polars read directly:
+
+```python
+pd.read_parquet("runs/quick/runs")                                   # pandas (pyarrow)
+duckdb.sql("SELECT * FROM read_parquet('runs/quick/runs/*.parquet')")  # DuckDB
+pl.read_parquet("runs/quick/runs/*.parquet")                         # Polars
+```
+
+(DuckDB and Polars: the `*.parquet` glob; Polars' folder read takes a part being written too).
+A retried or resumed run writes its rows again, in new parts; when `launch`, `search` or `train`
+ends (a Ctrl-C too), each folder that then holds a key twice is rewritten as one part with one
+row per key, the last-written (`sweepgrok/store/compact.py`). So a finished sweep reads one row
+per run and per run and step with any tool; while one runs, or after a crash cut one short, a
+key can be there twice. `sweepgrok.store.sink.read_runs`, `read_metrics` and `read_geometry`
+read one row per key at any moment: they keep the last-written row.
+
+Each folder has one fixed schema: every column is always there, and a value that was not
+measured is null. Types are Arrow's (`float64` is pandas' `float64`); a unit "fraction [0, 1]"
+is a share, not a percentage; losses are in nats (natural log).
 """
 
 

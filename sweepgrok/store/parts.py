@@ -2,10 +2,16 @@
 
 A reader lists ``<sweep>/<kind>/*.parquet`` in name order (write order) and leaves out:
 
-- hidden names (``.tmp-part-...parquet``: a writer killed between its write and its rename)
-  and any other name (``*.tmp``): never a finished part;
+- hidden names (``.tmp-part-...parquet``, from versions that wrote their temporary parts so)
+  and any other name (``.tmp-part-...parquet.tmp``: a writer killed between its write and its
+  rename): never a finished part;
 - symbolic links, with a warning: the writer never makes one, and a link may point outside the
   sweep folder.
+
+A listed part that is gone when it is read (a compaction replaced it meanwhile:
+sweepgrok.store.compact) raises PartVanished, damaged or not, skipped or not: the reader lists
+again (sink.read_table), and finds the compacted part that was renamed in before any part it
+replaces was removed.
 
 Any other entry must be a readable Parquet file whose columns fit the kind's schema, with the
 kind's required columns (REQUIRED: a metrics part without test_acc holds no grok step) and
@@ -19,6 +25,7 @@ out with a warning instead.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -53,6 +60,10 @@ class DamagedPart(ValueError):
         self.sweep_dir = sweep_dir
         self.part = part
         self.reason = reason
+
+
+class PartVanished(FileNotFoundError):
+    """A part listed a moment ago is gone (compacted meanwhile): list the folder again."""
 
 
 def _short(err: BaseException) -> str:
@@ -100,9 +111,11 @@ def _entry_problem(path: Path) -> str | None:
         return "a folder, not a part file"
     if not path.is_file():
         return "not a regular file"
-    if path.stat().st_size == 0:
-        return "an empty file (0 bytes)"
-    return None
+    try:
+        empty = path.stat().st_size == 0
+    except FileNotFoundError:
+        return "gone"  # damaged() tells a vanished part from a damaged one
+    return "an empty file (0 bytes)" if empty else None
 
 
 def _file_problem(fragment: ds.ParquetFileFragment, schema: pa.Schema) -> str | None:
@@ -133,7 +146,10 @@ def scan_problem(
 
 
 def damaged(sweep_dir: Path, path: Path, reason: str, skip: bool) -> None:
-    """Raise DamagedPart, or (``skip``) log that the part is left out."""
+    """Raise DamagedPart, or (``skip``) log that the part is left out; PartVanished when it is
+    gone (the reader's listing is out of date, the part was not damaged)."""
+    if not os.path.lexists(path):
+        raise PartVanished(path)
     err = DamagedPart(sweep_dir, path.relative_to(sweep_dir).as_posix(), reason)
     if not skip:
         raise err
@@ -175,7 +191,10 @@ def part_files(
                 listed.append(path)
         if not listed:
             continue
-        dataset = ds.dataset([str(p) for p in listed], schema=schema, format="parquet")
+        try:
+            dataset = ds.dataset([str(p) for p in listed], schema=schema, format="parquet")
+        except FileNotFoundError as err:
+            raise PartVanished(str(err)) from err
         for path, fragment in zip(listed, dataset.get_fragments(), strict=True):
             problem = _file_problem(fragment, schema) or _missing(fragment, kind)
             if problem:
@@ -219,7 +238,11 @@ def drop_out_of_range(
     cols = [c for c in RANGES.get(kind, {}) if c in schema.names]
     kept = []
     for part in parts:
-        problem = range_problem(as_dataset([part], schema).to_table(columns=cols), kind)
+        try:
+            table = as_dataset([part], schema).to_table(columns=cols)
+        except ARROW_ERRORS as err:  # read whole a moment ago: gone since (compacted)
+            raise PartVanished(part.path) from err
+        problem = range_problem(table, kind)
         if problem is None:
             kept.append(part)
             continue

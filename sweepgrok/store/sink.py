@@ -11,7 +11,9 @@ Every column is declared once in sweepgrok.store.columns: the schemas below are 
 and docs/outputs.md lists them (the run statuses too, re-exported here). Every file is written
 to a temporary name in the same folder and then ``os.replace``d, so a reader never sees a
 half-written part. A retried or resumed run writes new parts; the readers keep the last-written
-row per key (``(run_id, step)``, ``(run_id, step, layer)``, ``run_id``).
+row per key (``(run_id, step)``, ``(run_id, step, layer)``, ``run_id``), and the command's end
+compacts a folder that holds a key twice to one row per key (sweepgrok.store.compact), so that
+plain Parquet readers read a finished sweep right too.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from sweepgrok.store.outputs import os_reason
 from sweepgrok.store.parts import (
     ARROW_ERRORS,
     DamagedPart,
+    PartVanished,
     as_dataset,
     damaged,
     drop_out_of_range,
@@ -145,8 +148,8 @@ def write_part(folder: Path, table: pa.Table) -> Path:
 
     Raises PartWriteError when the folder cannot take it; the temporary file is removed.
     """
-    final = folder / _PART_FMT.format(seq=_next_seq(), uid=uuid.uuid4().hex[:8])
-    tmp = folder / f".tmp-{final.name}"
+    final = part_path(folder)
+    tmp = temporary_name(final)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with critical():
@@ -159,6 +162,19 @@ def write_part(folder: Path, table: pa.Table) -> Path:
             raise PartWriteError(folder, err) from err
         raise
     return final
+
+
+def part_path(folder: Path, seq: int | None = None) -> Path:
+    """A new part's path in `folder`: ``part-<seq>-<uid>.parquet``, seq the next in write
+    order unless given (a compacted part takes the newest seq of the parts it replaces)."""
+    number = _next_seq() if seq is None else seq
+    return folder / _PART_FMT.format(seq=number, uid=uuid.uuid4().hex[:8])
+
+
+def temporary_name(final: Path) -> Path:
+    """Where a part is written before its rename: hidden, and not ``*.parquet``, so that no
+    reader lists it (DuckDB's and Polars' globs match hidden names; pandas skips them)."""
+    return final.with_name(f".tmp-{final.name}.tmp")
 
 
 class Sink(Protocol):
@@ -327,10 +343,29 @@ def read_table(
     Keeps the last-written row for each key, so a retried, resumed or re-reported run counts
     once. `columns` projects (the key columns are always read). A damaged part file raises
     DamagedPart, or with `skip_damaged` is left out with a warning (sweepgrok.store.parts).
+    A part that vanishes between the listing and the read (compacted meanwhile:
+    sweepgrok.store.compact) makes the read start over from a new listing.
     """
     if kind not in SCHEMAS:
         raise ValueError(f"kind must be one of {', '.join(SCHEMAS)} (got {kind!r})")
     dirs = [Path(sweep_dirs)] if isinstance(sweep_dirs, str | Path) else list(map(Path, sweep_dirs))
+    for _ in range(RELIST_TRIES - 1):
+        try:
+            return read_parts(dirs, kind, columns, skip_damaged)[0]
+        except PartVanished:
+            continue
+    return read_parts(dirs, kind, columns, skip_damaged)[0]
+
+
+RELIST_TRIES = 5
+"""Listings a read tries when parts vanish under it (each compaction takes one)."""
+
+
+def read_parts(
+    dirs: Sequence[Path], kind: str, columns: Sequence[str] | None, skip_damaged: bool
+) -> tuple[pa.Table, list[ds.Fragment]]:
+    """(`kind`'s rows deduplicated, the parts they were read from): one listing, one read.
+    Raises PartVanished when a listed part is gone before its rows are read."""
     schema = SCHEMAS[kind]
     parts = part_files(dirs, kind, schema, skip_damaged)
     keys = KEYS[kind]
@@ -344,7 +379,7 @@ def read_table(
     if range_problem(table, kind):  # find the part(s) at fault: the error names them
         parts = drop_out_of_range(parts, schema, kind, skip_damaged)
         table = _scan(parts, schema, cols)
-    return dedupe(table, keys)
+    return dedupe(table, keys), parts
 
 
 def _scan(parts: Sequence[ds.Fragment], schema: pa.Schema, cols: list[str] | None) -> pa.Table:

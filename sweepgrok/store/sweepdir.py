@@ -35,7 +35,8 @@ MARKER = ".sweepgrok"
 only when it holds this file (or is an old sweep folder, see OLD_SWEEP_ENTRIES)."""
 MARKER_TEXT = "sweepgrok sweep folder: --fresh may delete this folder\n"
 PART_FOLDERS = ("runs", "metrics", "geometry")
-"""Folders of Parquet parts (sink.write_part: ``part-*.parquet``, ``.tmp-part-*.parquet``)."""
+"""Folders of Parquet parts (sink.write_part: ``part-*.parquet``, ``.tmp-part-*.parquet.tmp``;
+versions before wrote ``.tmp-part-*.parquet``)."""
 OLD_SWEEP_ENTRIES = frozenset(
     {
         *PART_FOLDERS,

@@ -19,6 +19,7 @@ from ray import tune
 
 from sweepgrok.config.grid_file import GridSpec, Resources, trial_labels
 from sweepgrok.core import interrupt
+from sweepgrok.store.compact import compact_sweep
 from sweepgrok.store.heartbeat import Heartbeat
 from sweepgrok.trackers import TrackerSpec
 from sweepgrok.tune.callback import TUNE_DIR, ParquetCallback, raise_write_error
@@ -282,6 +283,7 @@ def run_tuner(tuner: tune.Tuner, total: int, callback: ParquetCallback) -> Outco
         log.warning("every trial ended and its rows are written; Tune failed after", exc_info=True)
     finally:
         callback.close()
+        compact_sweep(callback.sweep_dir)  # its last rows are written: one row per key
     ended = callback.ended or {}
     return Outcome(
         total,

@@ -41,6 +41,7 @@ from sweepgrok.search.study import (
     optuna_space,
     trials_in,
 )
+from sweepgrok.store.compact import compact_sweep
 from sweepgrok.store.heartbeat import Heartbeat
 from sweepgrok.trackers import TrackerSpec
 from sweepgrok.tune.callback import ParquetCallback
@@ -366,6 +367,7 @@ def run_search(
         searcher.searcher._adopt, remaining = settle_interrupted(study, spec.num_samples)
         heartbeat.done_before(spec.num_samples - remaining)
         if remaining == 0:
+            compact_sweep(sweep_dir)  # a compaction a crash cut short is finished here
             return {"started": 0, "errored": 0, "interrupted": 0}
         best = best_value(study)
         board = Board.remote(best) if spec.time_cap else None  # type: ignore[attr-defined]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -113,6 +114,32 @@ def test_unsorted_frame_gives_the_same_events(tmp_path: Path) -> None:
     shuffled = metrics.sample(frac=1.0, random_state=1)  # e.g. pd.read_parquet of a folder
     pd.testing.assert_frame_equal(stats.run_events(metrics), stats.run_events(shuffled))
     assert stats.run_events(shuffled).loc["a", "collapse_step"] == 200
+
+
+def test_a_repeat_is_the_same_config_and_seed_however_it_ran(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Folder b repeats a's seed 0 on another device and thread count (the same experiment),
+    # and holds seed 1 and a run at another learning rate (other experiments).
+    a, b = ParquetSink(tmp_path / "a"), ParquetSink(tmp_path / "b")
+    base = {"model.norm": "none", "optim.lr": 0.001, "train.seed": 0, "train.device": "cpu"}
+    write_run(a, "a-0", [0.1, 1.0], config=base)
+    write_run(b, "b-0", [0.1, 0.1], config={**base, "train.device": "cuda", "train.threads": 4})
+    write_run(b, "b-1", [0.1, 1.0], config={**base, "train.seed": 1})
+    write_run(b, "b-lr", [0.1, 1.0], config={**base, "optim.lr": 0.01})
+    logger = logging.getLogger("sweepgrok")  # the CLI's setup stops it propagating to caplog's
+    logger.addHandler(caplog.handler)
+    try:
+        metrics, runs = stats.read_sweeps([tmp_path / "a", tmp_path / "b"])
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert runs["run_id"].tolist() == ["a-0", "b-1", "b-lr"]  # the first folder given keeps it
+    assert "b-0" not in set(metrics["run_id"])
+    assert "left out 1 run(s)" in caplog.text and f"1 from {tmp_path / 'b'}" in caplog.text
+    _, kept = stats.read_sweeps([tmp_path / "b", tmp_path / "a"])
+    assert kept["run_id"].tolist() == ["b-0", "b-1", "b-lr"]
+    _, every = stats.read_sweeps([tmp_path / "a", tmp_path / "b"], keep_repeats=True)
+    assert len(every) == 4
 
 
 def test_percent_accuracies_are_refused() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -18,6 +20,7 @@ from sweepgrok.config.trial import Config, flatten, update
 from sweepgrok.store.sink import ParquetSink
 
 runner = CliRunner()
+SWEEPGROK = str(Path(sys.executable).parent / "sweepgrok")
 @pytest.fixture
 def sweep(tmp_path: Path) -> Path:
     return write_sweep(tmp_path / "quick", GROKS)
@@ -361,3 +364,57 @@ def test_a_report_grouped_by_wd_under_adam_says_wd_is_an_l2_term(tmp_path: Path)
     text = (out / "report.md").read_text()
     assert "Grouped by: `optim.weight_decay`." in text
     assert "`wd` (`optim.weight_decay`) is the L2 coefficient added to the gradient" in text
+
+
+def _train(out: Path) -> None:
+    """`sweepgrok train` of one tiny config into `out` (its run id: a hash of the config)."""
+    trial = str(Path(__file__).parents[2] / "search_spaces/trials/trial_quick.yaml")
+    res = runner.invoke(app, ["train", trial, "--quiet", "--set", "train.max_steps=20",
+                              "--set", "task.p=11", "--set", "train.eval_every=10",
+                              "--out", str(out)])
+    assert res.exit_code == 0, res.output
+
+
+def test_two_train_folders_of_one_config_are_two_sets_of_runs(tmp_path: Path) -> None:
+    # The same config gives the same run id in both folders: --by sweep shows both folders,
+    # each with its run, and the second folder's run keeps its own rows under its own id.
+    first, second = tmp_path / "int_train", tmp_path / "int_ref"
+    _train(first)
+    _train(second)
+    code, out = invoke(first, second, "--by", "sweep", "--format", "csv")
+    assert code == 0, out
+    assert pd.read_csv(io.StringIO(out)).set_index("sweep")["n"].to_dict() == {
+        "int_train": 1, "int_ref": 1}
+    metrics, runs = stats.read_sweeps([first, second], keep_repeats=True)
+    (run_id,) = pd.read_parquet(first / "runs")["run_id"]
+    assert runs["run_id"].tolist() == [run_id, f"int_ref/{run_id}"]
+    evaluations = len(pd.read_parquet(first / "metrics"))
+    assert metrics.groupby("run_id").size().tolist() == [evaluations, evaluations]
+
+
+def test_the_same_config_and_seed_from_two_sweeps_counts_once_with_a_note(
+    sweep: Path, tmp_path: Path
+) -> None:
+    # "again" repeats every run of "quick" (same configs, same seeds) under other run ids.
+    again = write_sweep(tmp_path / "again", GROKS)
+    proc = subprocess.run([SWEEPGROK, "analyze", str(sweep), str(again), "--format", "csv"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    counts = pd.read_csv(io.StringIO(proc.stdout)).set_index("model.norm")["n"].to_dict()
+    assert counts == {"none": 3, "sphere": 3}  # not 6 and 6: one seed counts once
+    note = " ".join(proc.stderr.split())
+    assert "left out 6 run(s) that repeat a run of a folder given before them" in note
+    assert f"6 from {again}" in note and "--by sweep" in note
+    code, out = invoke(sweep, again, "--format", "csv", "--by", "sweep")
+    assert code == 0, out
+    assert pd.read_csv(io.StringIO(out)).set_index("sweep")["n"].to_dict() == {
+        "again": 6, "quick": 6}
+
+
+def test_by_sweep_separates_two_folders_of_one_name(tmp_path: Path) -> None:
+    a = write_sweep(tmp_path / "a" / "quick", GROKS)
+    b = write_sweep(tmp_path / "b" / "quick", {"sphere": [100, 100]}, seed0=10)
+    code, out = invoke(a, b, "--format", "csv", "--by", "sweep")
+    assert code == 0, out
+    assert pd.read_csv(io.StringIO(out)).set_index("sweep")["n"].to_dict() == {
+        "a/quick": 6, "b/quick": 2}

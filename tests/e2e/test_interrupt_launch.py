@@ -263,7 +263,7 @@ LONG_BASE = tiny_tree(
 def test_ctrl_c_on_launch_keeps_the_rows_says_how_to_continue_and_resume_finishes(
     tmp_path: Path, ray_env: dict[str, str]
 ) -> None:
-    from conftest import assert_exactly_once
+    from conftest import assert_exactly_once, assert_plain_readers_read_one_row_per_key
 
     write_grid(tmp_path / "g.yaml", "cc", base=LONG_BASE, seeds=[1, 2, 3, 4], max_concurrent=1,
                checkpoint_every=3)
@@ -316,6 +316,9 @@ def test_ctrl_c_on_launch_keeps_the_rows_says_how_to_continue_and_resume_finishe
                              timeout=400)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert_exactly_once(sweep, 4)
+    # The interrupted run's two rows and its re-emitted evaluations, compacted as the resume
+    # ended: plain pandas, DuckDB and Polars read one row per run and per run and step.
+    assert_plain_readers_read_one_row_per_key(sweep)
     final = status_json(sweep, ray_env, elsewhere)
     assert final["driver"]["state"] == "ended" and final["trials"]["done"] == 4
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import assert_plain_readers_read_one_row_per_key
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
@@ -102,6 +103,9 @@ def _assert_same_rows(resumed: Path, whole: Path) -> None:
     pd.testing.assert_frame_equal(read_runs(resumed).drop(columns=drop),
                                   read_runs(whole).drop(columns=drop))
     assert not (resumed / "checkpoint").exists()
+    # The run rows `interrupted`, then final, compacted as the resume ended: plain pandas,
+    # DuckDB and Polars read one row per run, as of the uninterrupted folder.
+    assert_plain_readers_read_one_row_per_key(resumed)
 
 
 def _continue_command(stderr: str, signame: str) -> list[str]:
