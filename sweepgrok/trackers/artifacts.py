@@ -20,6 +20,7 @@ REPORT_FILES = ("report.html", "report.md")
 def analysis_files(sweep_dir: Path, into: Path) -> list[Path]:
     """analysis.md and analysis.csv of the sweep folder in `into` (none before a run ended)."""
     from sweepgrok.analysis import comparisons, stats
+    from sweepgrok.analysis.report_content import result_text
     from sweepgrok.analysis.tables import Format, render
 
     _, summary, _ = stats.load_recorded_runs([sweep_dir], skip_damaged=True)
@@ -30,7 +31,8 @@ def analysis_files(sweep_dir: Path, into: Path) -> list[Path]:
     table = comparisons.analysis_table(summary, keys, None, threshold=theta)
     out = []
     for fmt, name in ((Format.markdown, "analysis.md"), (Format.csv, "analysis.csv")):
-        (into / name).write_text(render(table, keys, fmt, theta))
+        said = result_text(table, summary, keys, fmt, theta, default=True)
+        (into / name).write_text(render(table, keys, fmt, theta) + said)
         out.append(into / name)
     return out
 
