@@ -254,7 +254,8 @@ def test_mlflow_holds_each_run_as_the_parquet_does(tmp_path: Path, mlflow_uri: s
     parent = mlflow_parent("o")
     assert (parent["tags.mlflow.runName"], parent["status"]) == ("o", "FINISHED")
     held = mlflow_artifacts(parent["run_id"], tmp_path / "got")
-    assert sorted(held) == ["analysis.csv", "analysis.md"]  # train writes no sweep file
+    assert sorted(held) == ["analysis.csv", "analysis.md", "report.html"]  # no sweep file
+    assert "<strong>Result</strong>: " in held["report.html"]  # made when train ended
     for fmt in ("csv", "markdown"):
         printed = runner.invoke(app, ["analyze", str(tmp_path / "o"), "--format", fmt])
         assert printed.exit_code == 0, printed.output
@@ -470,6 +471,54 @@ def test_the_tune_callback_mirrors_a_replayed_evaluation_once(
     history = MlflowClient().get_metric_history(found.loc[0, "run_id"], "test_acc")
     assert sorted(m.step for m in history) == [0, 10, 20]
     assert len(read_table(sweep_dir, "metrics")) == 3  # the Parquet, deduplicated, agrees
+
+
+@pytest.mark.parametrize("target", ["sqlite:///mlflow.db", None, "absolute"])
+def test_mlflow_artifacts_stay_beside_the_database_through_a_fit_and_fresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str | None
+) -> None:
+    """The fit runs in the sweep folder (run_tuner's working_in), where MLflow opened a relative
+    store, its default one and its artifact root (./mlruns), so --fresh deleted them."""
+    from conftest import GROKS, write_sweep
+    from mlflow.tracking import MlflowClient
+
+    from sweepgrok.store.sweepdir import prepare_grid_folder
+    from sweepgrok.tune.callback import ParquetCallback
+    from sweepgrok.tune.grid import working_in
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # None: MLflow's default store
+    monkeypatch.chdir(tmp_path)  # where the user starts `sweepgrok launch`
+    db = tmp_path / "mlflow.db"
+    spec = TrackerSpec("mlflow", f"sqlite:///{db}" if target == "absolute" else target)
+    sweep_dir = tmp_path / "runs" / "fit"
+    make_sweep_folder(sweep_dir)
+    write_sweep(sweep_dir, GROKS)  # the record; the tracker opens when the sink is first used
+    callback = ParquetCallback(sweep_dir, "fit", total=1, live=False, trackers=[spec])
+    with working_in(sweep_dir):  # as the fit runs, until the callback closes
+        callback.close()
+    assert db.is_file() and sorted(p.name for p in sweep_dir.iterdir()) == [
+        ".sweepgrok", "metrics", "runs"]  # no database, mlruns or mlartifacts in the sweep
+    client = MlflowClient(f"sqlite:///{db}")
+    experiment = client.get_experiment_by_name("fit")
+    root = tmp_path / "mlartifacts"
+    assert experiment.artifact_location == str(root / experiment.experiment_id)
+    assert client.get_experiment("0").artifact_location == str(root / "0")  # Default, too
+    (parent,) = client.search_runs([experiment.experiment_id],
+                                   "tags.`sweepgrok.parent` = 'true'")
+
+    def held() -> dict[str, str]:
+        into = Path(client.download_artifacts(parent.info.run_id, "", str(tmp_path / "got")))
+        return {p.name: p.read_text() for p in into.iterdir()}
+
+    attached = held()
+    assert sorted(attached) == ["analysis.csv", "analysis.md", "report.html"]
+    # The sweep's report, as `sweepgrok report SWEEP_DIR --html` makes it, by default.
+    assert "<strong>Result</strong>: fastest: norm=sphere (KM median 300, n = 3)" in (
+        attached["report.html"])
+    prepare_grid_folder(sweep_dir, resume=False, fresh=True)  # what --fresh does
+    assert not sweep_dir.exists()
+    (tmp_path / "got").rename(tmp_path / "got-before")
+    assert held() == attached
 
 
 # ---- through Ray: a retried trial replays steps, the tracker holds each once -------------
