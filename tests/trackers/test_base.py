@@ -551,3 +551,43 @@ def test_a_retried_trial_logs_each_step_once(
     # the tracker holds the first attempt's (each step is sent once), the record the replay's
     # (its last write wins); every deterministic metric is the same in both.
     assert_mlflow_equals_the_record(tmp_path / "trk", "trk", skip=("wall_time",))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_launch_then_fresh_keeps_the_mlflow_database_and_artifacts(
+    tmp_path: Path, ray_env: dict[str, str]
+) -> None:
+    """`sweepgrok launch --tracker mlflow=sqlite:///mlflow.db` as a user types it (relative:
+    the directory it is started in), then the same launch with --fresh."""
+    import subprocess
+
+    from mlflow.tracking import MlflowClient
+
+    grid = write_grid(tmp_path / "g.yaml", "fr", grid={"model.norm": ["none", "sphere"]},
+                      seeds=[1])
+    command = [str(Path(sys.executable).parent / "sweepgrok"), "launch", str(grid),
+               "--storage", str(tmp_path / "runs"), "--tracker", "mlflow=sqlite:///mlflow.db"]
+    env = {k: v for k, v in ray_env.items() if k != "MLFLOW_TRACKING_URI"}
+    sweep_dir = tmp_path / "runs" / "fr"
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+
+    def parents() -> list[Any]:
+        experiment = client.get_experiment_by_name("fr")
+        return client.search_runs([experiment.experiment_id], "tags.`sweepgrok.parent` = 'true'",
+                                  order_by=["attributes.start_time ASC"])
+
+    def held(run_id: str, into: Path) -> list[str]:
+        return sorted(p.name for p in Path(client.download_artifacts(run_id, "", str(into)))
+                      .iterdir())
+
+    for args in ([], ["--fresh"]):
+        done = subprocess.run([*command, *args], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=500)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert not {"mlflow.db", "mlruns", "mlartifacts"} & {p.name for p in sweep_dir.iterdir()}
+    first, second = parents()  # --fresh: a new parent run; the first one's files are intact
+    for n, run in enumerate((first, second)):
+        assert held(run.info.run_id, tmp_path / f"got{n}") == [
+            "analysis.csv", "analysis.md", "report.html", "sweep.yaml"]
+        assert run.info.artifact_uri.startswith(str(tmp_path / "mlartifacts"))
