@@ -90,6 +90,8 @@ def _n_text(n: int, n_base: int) -> str:
 def _effect(row: Mapping[Any, Any], group: str, base: str) -> str:
     """The speed-up of `row` over its baseline in words, with its CI, as the table gives it."""
     ratio, bound = float(row["speedup"]), float(row.get("speedup_bound", math.nan))
+    if math.isnan(ratio):  # neither group has a median within its budget
+        return f"{group} vs {base}: no speed-up (neither has a KM median)"
     if math.isinf(ratio):  # the baseline has no median within its budget: a lower bound
         return f"{group} groks more than {_ratio(bound)}x sooner than {base} (no KM median)"
     if ratio == 0.0:  # this group has no median within its budget: an upper bound

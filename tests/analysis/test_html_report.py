@@ -231,6 +231,8 @@ def comparison_table(speedup: float, p: float, n: tuple[int, int] = (8, 8)) -> p
         (8.8, 0.33, (2, 2), "sphere groks 8.80x sooner than LayerNorm [95% CI 7.04, 11.00] "
                             "(n = 2 per arm, p = 0.33: not significant at 0.05)"),
         (float("inf"), 0.001, (8, 8), "sphere groks more than inf"),
+        (float("nan"), 0.9, (8, 8), "sphere vs LayerNorm: no speed-up (neither has a KM median) "
+                                    "(n = 8 per arm, p = 0.9: not significant at 0.05)"),
     ],
 )
 def test_the_result_line_states_the_effect_n_and_p(
