@@ -7,7 +7,10 @@ Conventions (docs/statistics.md states them for users):
   (``--by task.name,geomdr.enabled --baseline geomdr.enabled=false`` compares division with
   GeomDR against division without it). A stratum without a baseline group gets no comparison;
   a baseline is never borrowed from another stratum. When the pairs fix every grouping key,
-  there is one stratum and every group is compared with that one baseline.
+  there is one stratum and every group is compared with that one baseline. A grouping key that
+  changes with the baseline's keys (one value for each of their combinations across the runs,
+  as weight decay in a zip of norm and weight decay) is a setting of the arms, not a stratum:
+  as one it would leave every arm but the baseline's alone (stratum_keys).
 - Speed-up = baseline Kaplan-Meier median / group Kaplan-Meier median (censored runs count),
   with a seeded percentile-bootstrap CI (runs resampled within each group).
 - ``p`` is the exact permutation log-rank p-value (a seeded Monte Carlo above
@@ -119,15 +122,37 @@ def baselines_by_stratum(
             f"({', '.join(by) or 'none'}): add them to --by"
         )
         raise AnalysisError(msg, "baseline")
-    rest = [i for i, k in enumerate(by) if k not in spec]
+    strata = stratum_keys(summary, spec, by)
     found: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     for values, _rows in iter_groups(summary[mask], by):
-        found[tuple(values[i] for i in rest)] = values
+        found[_stratum(values, by, strata)] = values
     return found
 
 
-def _stratum(values: tuple[Any, ...], by: Sequence[str], spec: Mapping[str, str]) -> tuple:
-    return tuple(v for k, v in zip(by, values, strict=True) if k not in spec)
+def stratum_keys(summary: pd.DataFrame, spec: Mapping[str, str], by: Sequence[str]) -> list[str]:
+    """The grouping keys a comparison holds fixed: those the baseline does not name, less those
+    that follow the baseline's keys (arm_keys)."""
+    follow = arm_keys(summary, spec, by)
+    return [k for k in by if k not in spec and k not in follow]
+
+
+def arm_keys(summary: pd.DataFrame, spec: Mapping[str, str], by: Sequence[str]) -> list[str]:
+    """The grouping keys, not named by the baseline, that take one value for each combination
+    of the baseline's keys across the runs: settings of the arms (weight decay zipped with the
+    norm), not strata. Every baseline run holds the same value of such a key, so as a stratum it
+    would leave every arm whose value differs without a baseline."""
+    named = [k for k in spec if k in by]
+    if not named:
+        return []
+    arms = [summary[k].map(format_value) for k in named]
+    return [
+        k for k in by
+        if k not in spec and summary[k].map(format_value).groupby(arms).nunique().max() <= 1
+    ]
+
+
+def _stratum(values: tuple[Any, ...], by: Sequence[str], strata: Sequence[str]) -> tuple:
+    return tuple(v for k, v in zip(by, values, strict=True) if k in strata)
 
 
 # ---------------------------------------------------------------- one comparison
@@ -239,13 +264,14 @@ def compare(
     spec = parse_baseline(baseline) if isinstance(baseline, str) else dict(baseline)
     keys = resolve_by(summary, by)
     bases = baselines_by_stratum(summary, spec, keys)
+    strata = stratum_keys(summary, spec, keys)
     groups = dict(iter_groups(summary, keys))
     boot = {"n_boot": n_boot, "seed": seed, "confidence": confidence}
     out = []
     for values, part in groups.items():
         row: dict[str, Any] = dict(zip(keys, values, strict=True))
         row |= {"label": group_label(keys, values), "baseline": spec_text(spec)}
-        base_values = bases.get(_stratum(values, keys, spec))
+        base_values = bases.get(_stratum(values, keys, strata))
         row["baseline_group"] = None if base_values is None else group_label(keys, base_values)
         row["is_baseline"] = row["baseline_group"] == row["label"]
         if base_values is not None and not row["is_baseline"]:

@@ -38,7 +38,8 @@ DEFINITIONS: tuple[tuple[str, str], ...] = (
     (
         "speed-up",
         "baseline KM median / group KM median, with a seeded 95% percentile bootstrap CI, "
-        "against the baseline of the same stratum (the same values of the other grouping keys). "
+        "against the baseline of the same stratum (the same values of the other grouping keys, "
+        "save those that change with the baseline's keys). "
         '"> x": the baseline has no median and x is a lower bound; "< x" is the mirror case.',
     ),
     (

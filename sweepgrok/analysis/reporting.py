@@ -23,6 +23,7 @@ from sweepgrok.analysis.report_content import (
     Section,
     caption,
     figures_title,
+    grouping_note,
     result_line,
     table_legend,
     table_title,
@@ -196,7 +197,8 @@ def write_report(
     content = ReportContent(
         summary=summary,
         keys=keys,
-        notes=_notes(summary, keys, sources, pending, thresholds),
+        notes=_notes(summary, keys, sources, pending, thresholds,
+                     grouping_note(summary, keys, by is None, baseline)),
         tables=tables,
         threshold=threshold,
         collapse=_collapse_rows(tables[threshold]),
@@ -220,7 +222,10 @@ def _notes(
     sources: Sequence[str],
     pending: int,
     thresholds: Sequence[float],
+    grouping: str,
 ) -> list[str]:
+    """The paragraphs above the tables; `grouping`: which keys group and stratify
+    (report_content.grouping_note)."""
     notes = _overview(summary, sources)
     if pending:
         notes.append(
@@ -230,7 +235,7 @@ def _notes(
     interrupted = stats.interrupted_count(summary)
     if interrupted:
         notes.append(stats.interrupted_note(interrupted) + ".")
-    notes.append(f"Grouped by: {', '.join(f'`{k}`' for k in keys) or 'nothing (one group)'}.")
+    notes.append(grouping)
     notes += label_notes(summary, keys)
     skipped = [t for t in THRESHOLDS if t not in thresholds]
     if skipped:

@@ -79,7 +79,8 @@ def legend(threshold: float | None, table: pd.DataFrame) -> str:
         text += (
             " Speed-up = baseline KM median / group KM median [95% bootstrap CI] ('> x': the "
             "baseline has no median, x a lower bound), against the baseline of the same stratum "
-            "(the same values of the other keys); p = two-sided log-rank test, exact "
+            "(the same values of the other keys, save those that change with the baseline's); "
+            "p = two-sided log-rank test, exact "
             "permutation p (± its Monte Carlo standard error above 20,000 relabellings)."
         )
     if "p_holm" in table and n_comparisons(table) > 1:

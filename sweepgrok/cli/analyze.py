@@ -68,6 +68,7 @@ def analyze(
     """Grokking statistics per group: success rate, grok step, delay, Kaplan-Meier median,
     speed-up vs a baseline. Reads Parquet only (no Ray, no torch)."""
     from sweepgrok.analysis import comparisons, stats
+    from sweepgrok.analysis.report_content import result_text
 
     sweep_dirs = check_sweep_dirs(sweep_dirs)  # a storage folder: its sweeps
     # Every output path before any work: a mistake never follows a half-printed table.
@@ -83,7 +84,9 @@ def analyze(
         table = comparisons.analysis_table(
             summary, keys, baseline, paired=paired, threshold=theta, n_boot=n_boot, seed=seed
         )
-    _emit(render(table, keys, fmt, theta), out)
+        said = result_text(table, summary, keys, fmt, theta, default=by is None,
+                           baseline=baseline)
+    _emit(render(table, keys, fmt, theta) + said, out)
     if plots is not None:
         from sweepgrok.analysis import plots as figures
 

@@ -220,7 +220,9 @@ Trackers = Annotated[
         "--tracker",
         help="Mirror every run to an experiment tracker: mlflow or mlflow=URI, wandb or "
         "wandb=PROJECT (repeatable). Config as parameters, metrics per step, status and "
-        "grok/fit steps as summary; a tracker that fails only warns (the Parquet is the record).",
+        "grok/fit steps as summary; the sweep's parent run gets the sweep file, analyze's table "
+        "and report.html when the command ends. A SQLite store keeps artifacts in mlartifacts/ "
+        "beside the database. A tracker that fails only warns (the Parquet is the record).",
         callback=_check_trackers,
         show_default=False,
     ),

@@ -223,18 +223,26 @@ class TrackedSink:
 
 
 def attach_sweep_files(mirrors: Sequence[_Mirror], sweep_dir: Path) -> None:
-    """The sweep file, analyze's table and any report of `sweep_dir` on each parent run."""
-    from sweepgrok.trackers.artifacts import sweep_files
+    """The sweep file, analyze's table and the report of `sweep_dir` on each parent run."""
+    from sweepgrok.trackers.artifacts import report_files, sweep_files
 
     with tempfile.TemporaryDirectory(prefix="sweepgrok-tracker-") as scratch:
         try:
             files = sweep_files(sweep_dir, Path(scratch))
         except Exception as err:  # a damaged or half-written folder: the runs are mirrored
-            log.warning("the sweep's analysis table was not attached to the trackers (%s)",
-                        str(err).splitlines()[0][:300] if str(err) else type(err).__name__)
+            _not_attached("analysis table", err)
             return
+        try:
+            files += report_files(sweep_dir, Path(scratch))
+        except Exception as err:  # the table is attached without it
+            _not_attached("report", err)
         for mirror in mirrors:
             mirror.guard(mirror.tracker.attach, files)
+
+
+def _not_attached(what: str, err: BaseException) -> None:
+    log.warning("the sweep's %s was not attached to the trackers (%s)", what,
+                str(err).splitlines()[0][:300] if str(err) else type(err).__name__)
 
 
 def tracked(

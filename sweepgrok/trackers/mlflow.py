@@ -8,6 +8,12 @@ UI sorts and compares runs by them; tags ``status``, ``sweepgrok.run_id`` and
 ``sweepgrok.folder`` (which tracker run to continue when the sweep is resumed). The parent run,
 named after the sweep (tag ``sweepgrok.parent``), holds the sweep file, analyze's table and the
 report as artifacts. Uses MlflowClient, not the fluent API: many runs are open at once.
+
+A SQLite store keeps its artifacts in ``mlartifacts/`` beside the database file
+(sweepgrok.trackers.targets.artifact_root), never in the working directory of the moment (inside
+a fit: the sweep folder, which ``--fresh`` deletes): the database is opened first with that
+artifact root, so a new database's Default experiment gets it too, and the sweep's experiment is
+created through it (``mlartifacts/<experiment id>/``, MLflow's own layout).
 """
 
 from __future__ import annotations
@@ -19,12 +25,24 @@ from pathlib import Path
 from typing import Any
 
 from sweepgrok.trackers.spec import STEP_METRIC
+from sweepgrok.trackers.targets import absolute_uri, artifact_root
 
 PARAMS_PER_BATCH = 100
 """MLflow's limit of parameters (and tags) in one log_batch call."""
 HTTP_RETRIES = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
 """Defaults unless the user set them: MLflow's own (7 retries, 120 s) would stall the driver
 for minutes on a server that is down, before the one warning."""
+
+
+def _store_with_root(uri: str | None) -> Any:
+    """A SQLite store at `uri` opened with its artifact root beside the database (creating the
+    database, and its Default experiment there, when new); None for any other store."""
+    root = artifact_root(uri)
+    if uri is None or root is None:
+        return None
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    return SqlAlchemyStore(uri, str(root))
 
 
 class MlflowTracker:
@@ -37,6 +55,8 @@ class MlflowTracker:
             os.environ.setdefault(name, value)
         from mlflow.tracking import MlflowClient
 
+        uri = absolute_uri(uri)  # already absolute from the driver's callback: idempotent
+        self._store = _store_with_root(uri)
         self.client = MlflowClient(tracking_uri=uri)
         self.sweep, self.folder = sweep, folder
         self._experiment: str | None = None
@@ -46,9 +66,12 @@ class MlflowTracker:
     def _experiment_id(self) -> str:
         if self._experiment is None:
             found = self.client.get_experiment_by_name(self.sweep)
-            self._experiment = (
-                found.experiment_id if found else self.client.create_experiment(self.sweep)
-            )
+            if found is not None:
+                self._experiment = str(found.experiment_id)
+            elif self._store is not None:  # at the store's artifact root, not the cwd's
+                self._experiment = str(self._store.create_experiment(self.sweep))
+            else:
+                self._experiment = str(self.client.create_experiment(self.sweep))
         return self._experiment
 
     def _find(self, tag: str, value: str) -> Any:

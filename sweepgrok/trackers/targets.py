@@ -1,9 +1,17 @@
-"""Tracker targets refused before a command starts: MLflow's file store where MLflow refuses it.
+"""Tracker targets: refused before a command starts where MLflow refuses them, made absolute
+before a fit, and where a SQLite store keeps its artifacts.
 
 MLflow 3.13 put its file store (``file:///.../mlruns`` or a plain folder path) in maintenance
 mode: the store raises on first use unless ``MLFLOW_ALLOW_FILE_STORE=true``. Without this check a
 sweep would start and its tracker would only warn, in the middle of the first trial; refused
 here, the user gets the SQLite form to use instead (one file, every MLflow feature).
+
+`launch` and `search` run the fit in the sweep folder (sweepgrok.tune.grid.working_in), and
+MLflow resolves a relative SQLite path, its default store (``sqlite:///mlflow.db``) and its
+default artifact root (``./mlruns``) against the working directory when the store is opened:
+inside the fit that is the sweep folder, which ``--fresh`` deletes. So an MLflow target is made
+absolute where the command was started (absolute_spec), and a SQLite store keeps its artifacts
+in ``mlartifacts/`` beside the database file (artifact_root), for the Default experiment too.
 """
 
 from __future__ import annotations
@@ -21,6 +29,10 @@ FILE_STORE_REFUSED_FROM = (3, 13)
 """The first MLflow (major, minor) whose file store raises unless MLFLOW_ALLOW_FILE_STORE."""
 ALLOW_ENV = "MLFLOW_ALLOW_FILE_STORE"
 """MLflow's opt-in to its file store (honoured here as MLflow honours it)."""
+ARTIFACTS_DIR = "mlartifacts"
+"""Where a SQLite store's artifacts go, beside the database file (the name `mlflow server`
+gives its artifact folder; not `mlruns`, the name of the file store a SQLite file replaces)."""
+SQLITE = "sqlite:///"
 
 
 def mlflow_version() -> str | None:
@@ -67,3 +79,42 @@ def check_targets(specs: Sequence[TrackerSpec]) -> None:
             f"e.g. mlflow=sqlite:///{db} (view it with `mlflow ui --backend-store-uri "
             f"sqlite:///{db}`)"
         )
+
+
+def sqlite_file(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///PATH`` URI (relative or absolute), else None."""
+    if not uri.startswith(SQLITE):
+        return None
+    path = urlparse(uri).path.removeprefix("/")  # sqlite:///rel.db -> rel.db, ////abs -> /abs
+    return Path(path) if path and path != ":memory:" else None
+
+
+def absolute_uri(uri: str | None) -> str | None:
+    """`uri` (None: MLflow's default, $MLFLOW_TRACKING_URI else ``sqlite:///mlflow.db``) with
+    a relative SQLite path made absolute against the working directory of now."""
+    if uri is None:
+        try:
+            import mlflow
+        except ImportError:  # the command checked the extra; a bare library call may not
+            return None
+        uri = str(mlflow.get_tracking_uri())
+    db = sqlite_file(uri)
+    if db is None or db.is_absolute():
+        return uri
+    query = uri[len(SQLITE) + len(str(db)):]  # '?mode=...' and the like, kept
+    return f"{SQLITE}{Path.cwd() / db}{query}"
+
+
+def absolute_spec(spec: TrackerSpec) -> TrackerSpec:
+    """`spec` with an MLflow target that no later working directory changes (absolute_uri)."""
+    if spec.kind != "mlflow":
+        return spec
+    uri = absolute_uri(spec.target)
+    return spec if uri is None else TrackerSpec(spec.kind, uri)
+
+
+def artifact_root(uri: str | None) -> Path | None:
+    """Where the artifacts of a SQLite store at `uri` go: ARTIFACTS_DIR beside its database
+    file (None for other stores: a tracking server keeps its own)."""
+    db = None if uri is None else sqlite_file(uri)
+    return None if db is None else db.expanduser().absolute().parent / ARTIFACTS_DIR

@@ -39,6 +39,7 @@ from sweepgrok.store.sink import (
 )
 from sweepgrok.trackers import TrackerSpec
 from sweepgrok.trackers.base import TrackedSink, tracked
+from sweepgrok.trackers.targets import absolute_spec
 from sweepgrok.tune.progress import LiveView
 from sweepgrok.tune.prune import CheckpointPruner
 from sweepgrok.tune.trainable import CKPT_FLAG, PAYLOAD, run_ids_for
@@ -68,7 +69,9 @@ class ParquetCallback(tune.Callback):
         self.total = total
         self.flush_rows = flush_rows
         self.live = live
-        self.trackers = list(trackers)
+        # MLflow targets absolute now, in the directory the command started in: the fit runs
+        # in the sweep folder, where a relative (or MLflow's default) store would be opened.
+        self.trackers = [absolute_spec(t) for t in trackers]
         self._sink: TrackedSink | None = None
         self._view: LiveView | None = None
         self._finished: dict[str, set[str]] = {}  # trial_id -> run ids with a run row

@@ -156,3 +156,28 @@ def test_a_threshold_the_runs_stopped_short_of_is_refused() -> None:
     assert len(comparisons.analysis_table(summary, ["model.norm"], threshold=0.95)) == 2
     ran_on = summary.assign(status="completed")  # runs that trained on past their grok
     assert comparisons.supported_thresholds(ran_on) == [0.95, 0.99]
+
+
+def test_a_key_zipped_with_the_baselines_keys_goes_with_the_arms_not_the_strata() -> None:
+    # The quickstart's zip: the sphere runs without weight decay, the other arms with it.
+    arms = {("none", "softmax", 1.0): 5000, ("sphere", "softmax", 0.0): 600,
+            ("none", "uniform", 1.0): 800}
+    summary = summary_of([
+        run(g + 10 * s, **{"model__norm": n, "model__attention": a, "optim__weight_decay": wd,
+                           "train__seed": s})
+        for (n, a, wd), g in arms.items() for s in range(3)
+    ])
+    keys = stats.resolve_by(summary, None)
+    assert keys == ["model.norm", "model.attention", "optim.weight_decay"]
+    spec = {"model.norm": "none", "model.attention": "softmax"}
+    assert comparisons.arm_keys(summary, spec, keys) == ["optim.weight_decay"]
+    assert comparisons.stratum_keys(summary, spec, keys) == []
+    table = comparisons.compare(summary, spec, keys).set_index("label")
+    base = "norm=none, attention=softmax, wd=1"
+    assert table.loc["norm=sphere, attention=softmax, wd=0", "baseline_group"] == base
+    assert table.loc["norm=sphere, attention=softmax, wd=0", "speedup"] == pytest.approx(5010 / 610)
+    assert comparisons.n_comparisons(table.reset_index()) == 2
+    # A key crossed with the baseline's keys stays a stratum (norm=none holds both wd values).
+    crossed = pd.concat([summary, summary_of([run(4000, **{
+        "model__norm": "none", "model__attention": "softmax", "optim__weight_decay": 0.0})])])
+    assert comparisons.stratum_keys(crossed, spec, keys) == ["optim.weight_decay"]

@@ -198,10 +198,14 @@ def test_without_chromium_the_browser_tests_skip_with_a_message(
 
 
 def test_the_result_line_opens_both_reports(report: Path) -> None:
-    # sphere (200, 300, 300) against none (800, 900, censored): completely separated, but with
-    # 3 runs per arm the exact log-rank p is 2/20 = 0.1: no significant difference.
-    line = ("norm=sphere vs norm=none: no significant difference (n = 3 per arm, p = 0.1). "
-            "Grok = test accuracy >= 0.99; p: log-rank test.")
+    # sphere (200, 300, 300) against none (800, 900, censored at 1000): KM medians 900 and 300,
+    # completely separated, but with 3 runs per arm the exact log-rank p is 2/20 = 0.1.
+    groups = pd.read_csv(report.parent / "groups_99.csv").set_index("model.norm")
+    lo, hi = groups.loc["sphere", ["speedup_lo", "speedup_hi"]]
+    line = (f"norm=sphere groks 3.00x sooner than norm=none [95% CI {lo:.2f}, {hi:.2f}] "
+            "(n = 3 per arm, p = 0.1: not significant at 0.05). Grok = test accuracy >= 0.99; "
+            "speed-up = ratio of Kaplan-Meier medians; p: two-sided log-rank test by "
+            "permutation.")
     text = report.read_text(encoding="utf-8")
     assert f'<p class="result"><strong>Result</strong>: {html.escape(line)}</p>' in text
     assert text.index('class="result"') < text.index("<h2>")
@@ -212,6 +216,7 @@ def comparison_table(speedup: float, p: float, n: tuple[int, int] = (8, 8)) -> p
     return pd.DataFrame({
         "label": ["LayerNorm", "sphere"], "baseline_group": ["LayerNorm", "LayerNorm"],
         "is_baseline": [True, False], "n": list(n), "speedup": [1.0, speedup],
+        "speedup_lo": [np.nan, speedup * 0.8], "speedup_hi": [np.nan, speedup * 1.25],
         "speedup_bound": [1.0, speedup], "p": [np.nan, p], "p_holm": [np.nan, p],
     })
 
@@ -219,27 +224,37 @@ def comparison_table(speedup: float, p: float, n: tuple[int, int] = (8, 8)) -> p
 @pytest.mark.parametrize(
     ("speedup", "p", "n", "said"),
     [
-        (8.8, 0.002, (8, 8), "sphere groks 8.8x sooner than LayerNorm (n = 8 per arm, p = 0.002)"),
-        (0.5, 0.01, (8, 6), "sphere groks 2.0x later than LayerNorm (n = 8 and 6, p = 0.01)"),
-        (8.8, 0.33, (2, 2), "sphere vs LayerNorm: no significant difference (n = 2 per arm, "
-                            "p = 0.33)"),
+        (8.8, 0.002, (8, 8), "sphere groks 8.80x sooner than LayerNorm [95% CI 7.04, 11.00] "
+                             "(n = 8 per arm, p = 0.002: significant at 0.05)"),
+        (0.5, 0.01, (8, 6), "sphere groks 2.00x later than LayerNorm (speed-up 0.50 [95% CI "
+                            "0.40, 0.62]) (n = 8 and 6, p = 0.01: significant at 0.05)"),
+        (8.8, 0.33, (2, 2), "sphere groks 8.80x sooner than LayerNorm [95% CI 7.04, 11.00] "
+                            "(n = 2 per arm, p = 0.33: not significant at 0.05)"),
         (float("inf"), 0.001, (8, 8), "sphere groks more than inf"),
+        (float("nan"), 0.9, (8, 8), "sphere vs LayerNorm: no speed-up (neither has a KM median) "
+                                    "(n = 8 per arm, p = 0.9: not significant at 0.05)"),
     ],
 )
-def test_the_result_line_claims_no_more_than_the_test(
+def test_the_result_line_states_the_effect_n_and_p(
     speedup: float, p: float, n: tuple[int, int], said: str
 ) -> None:
     table = comparison_table(speedup, p, (n[1], n[0]))  # n: (group, baseline)
     if speedup == float("inf"):  # the baseline has no median: the bound is what is known
         table.loc[1, "speedup_bound"] = 4.0
-        said = "sphere groks more than 4.0x sooner than LayerNorm (n = 8 per arm, p = 0.001)"
-    assert result_line(table, 0.99) == f"{said}. Grok = test accuracy >= 0.99; p: log-rank test."
+        said = ("sphere groks more than 4.00x sooner than LayerNorm (no KM median) "
+                "(n = 8 per arm, p = 0.001: significant at 0.05)")
+    assert result_line(table, 0.99) == (
+        f"{said}. Grok = test accuracy >= 0.99; speed-up = ratio of Kaplan-Meier medians; "
+        "p: two-sided log-rank test by permutation."
+    )
 
 
-def test_without_a_baseline_the_result_line_says_nothing_was_compared() -> None:
-    table = pd.DataFrame({"label": ["a", "b"], "n": [3, 3]})
+def test_without_a_baseline_the_result_line_orders_the_groups_by_km_median() -> None:
+    table = pd.DataFrame({"label": ["a", "b", "c"], "n": [3, 2, 3],
+                          "km_median": [900.0, np.nan, 300.0], "steps_run_max": [1000, 4000, 400]})
     assert result_line(table, 0.95) == (
-        "2 group(s), not compared (no --baseline); grok = test accuracy >= 0.95."
+        "fastest: c (KM median 300, n = 3), then a (KM median 900, n = 3), then b (KM median "
+        "> 4,000, n = 2); not compared (no --baseline). Grok = test accuracy >= 0.95."
     )
 
 

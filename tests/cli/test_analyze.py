@@ -43,7 +43,7 @@ def test_table_is_the_default(sweep: Path) -> None:
     code, out = invoke(sweep, "--baseline", "model.norm=none")
     assert code == 0, out
     assert "norm" in out and "KM median" in out and "p (exact)" in out
-    (sphere_line,) = [line for line in out.splitlines() if "sphere" in line]
+    (sphere_line,) = [line for line in out.splitlines() if "│ sphere" in line]
     assert "3/3 100%" in sphere_line and "300" in sphere_line
     (none_line,) = [line for line in out.splitlines() if "│ none" in line]
     assert "2/3" in none_line and "baseline" in none_line and "> 1,000" not in none_line
@@ -362,7 +362,7 @@ def test_a_report_grouped_by_wd_under_adam_says_wd_is_an_l2_term(tmp_path: Path)
     result = runner.invoke(app, ["report", str(sweep), "--out", str(out)])
     assert result.exit_code == 0, result.output
     text = (out / "report.md").read_text()
-    assert "Grouped by: `optim.weight_decay`." in text
+    assert "Grouped by the keys that vary across runs: `optim.weight_decay`." in text
     assert "`wd` (`optim.weight_decay`) is the L2 coefficient added to the gradient" in text
 
 

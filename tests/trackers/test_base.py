@@ -254,7 +254,8 @@ def test_mlflow_holds_each_run_as_the_parquet_does(tmp_path: Path, mlflow_uri: s
     parent = mlflow_parent("o")
     assert (parent["tags.mlflow.runName"], parent["status"]) == ("o", "FINISHED")
     held = mlflow_artifacts(parent["run_id"], tmp_path / "got")
-    assert sorted(held) == ["analysis.csv", "analysis.md"]  # train writes no sweep file
+    assert sorted(held) == ["analysis.csv", "analysis.md", "report.html"]  # no sweep file
+    assert "<strong>Result</strong>: " in held["report.html"]  # made when train ended
     for fmt in ("csv", "markdown"):
         printed = runner.invoke(app, ["analyze", str(tmp_path / "o"), "--format", fmt])
         assert printed.exit_code == 0, printed.output
@@ -472,6 +473,54 @@ def test_the_tune_callback_mirrors_a_replayed_evaluation_once(
     assert len(read_table(sweep_dir, "metrics")) == 3  # the Parquet, deduplicated, agrees
 
 
+@pytest.mark.parametrize("target", ["sqlite:///mlflow.db", None, "absolute"])
+def test_mlflow_artifacts_stay_beside_the_database_through_a_fit_and_fresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str | None
+) -> None:
+    """The fit runs in the sweep folder (run_tuner's working_in), where MLflow opened a relative
+    store, its default one and its artifact root (./mlruns), so --fresh deleted them."""
+    from conftest import GROKS, write_sweep
+    from mlflow.tracking import MlflowClient
+
+    from sweepgrok.store.sweepdir import prepare_grid_folder
+    from sweepgrok.tune.callback import ParquetCallback
+    from sweepgrok.tune.grid import working_in
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # None: MLflow's default store
+    monkeypatch.chdir(tmp_path)  # where the user starts `sweepgrok launch`
+    db = tmp_path / "mlflow.db"
+    spec = TrackerSpec("mlflow", f"sqlite:///{db}" if target == "absolute" else target)
+    sweep_dir = tmp_path / "runs" / "fit"
+    make_sweep_folder(sweep_dir)
+    write_sweep(sweep_dir, GROKS)  # the record; the tracker opens when the sink is first used
+    callback = ParquetCallback(sweep_dir, "fit", total=1, live=False, trackers=[spec])
+    with working_in(sweep_dir):  # as the fit runs, until the callback closes
+        callback.close()
+    assert db.is_file() and sorted(p.name for p in sweep_dir.iterdir()) == [
+        ".sweepgrok", "metrics", "runs"]  # no database, mlruns or mlartifacts in the sweep
+    client = MlflowClient(f"sqlite:///{db}")
+    experiment = client.get_experiment_by_name("fit")
+    root = tmp_path / "mlartifacts"
+    assert experiment.artifact_location == str(root / experiment.experiment_id)
+    assert client.get_experiment("0").artifact_location == str(root / "0")  # Default, too
+    (parent,) = client.search_runs([experiment.experiment_id],
+                                   "tags.`sweepgrok.parent` = 'true'")
+
+    def held() -> dict[str, str]:
+        into = Path(client.download_artifacts(parent.info.run_id, "", str(tmp_path / "got")))
+        return {p.name: p.read_text() for p in into.iterdir()}
+
+    attached = held()
+    assert sorted(attached) == ["analysis.csv", "analysis.md", "report.html"]
+    # The sweep's report, as `sweepgrok report SWEEP_DIR --html` makes it, by default.
+    assert "<strong>Result</strong>: fastest: norm=sphere (KM median 300, n = 3)" in (
+        attached["report.html"])
+    prepare_grid_folder(sweep_dir, resume=False, fresh=True)  # what --fresh does
+    assert not sweep_dir.exists()
+    (tmp_path / "got").rename(tmp_path / "got-before")
+    assert held() == attached
+
+
 # ---- through Ray: a retried trial replays steps, the tracker holds each once -------------
 
 
@@ -502,3 +551,43 @@ def test_a_retried_trial_logs_each_step_once(
     # the tracker holds the first attempt's (each step is sent once), the record the replay's
     # (its last write wins); every deterministic metric is the same in both.
     assert_mlflow_equals_the_record(tmp_path / "trk", "trk", skip=("wall_time",))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_launch_then_fresh_keeps_the_mlflow_database_and_artifacts(
+    tmp_path: Path, ray_env: dict[str, str]
+) -> None:
+    """`sweepgrok launch --tracker mlflow=sqlite:///mlflow.db` as a user types it (relative:
+    the directory it is started in), then the same launch with --fresh."""
+    import subprocess
+
+    from mlflow.tracking import MlflowClient
+
+    grid = write_grid(tmp_path / "g.yaml", "fr", grid={"model.norm": ["none", "sphere"]},
+                      seeds=[1])
+    command = [str(Path(sys.executable).parent / "sweepgrok"), "launch", str(grid),
+               "--storage", str(tmp_path / "runs"), "--tracker", "mlflow=sqlite:///mlflow.db"]
+    env = {k: v for k, v in ray_env.items() if k != "MLFLOW_TRACKING_URI"}
+    sweep_dir = tmp_path / "runs" / "fr"
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+
+    def parents() -> list[Any]:
+        experiment = client.get_experiment_by_name("fr")
+        return client.search_runs([experiment.experiment_id], "tags.`sweepgrok.parent` = 'true'",
+                                  order_by=["attributes.start_time ASC"])
+
+    def held(run_id: str, into: Path) -> list[str]:
+        return sorted(p.name for p in Path(client.download_artifacts(run_id, "", str(into)))
+                      .iterdir())
+
+    for args in ([], ["--fresh"]):
+        done = subprocess.run([*command, *args], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=500)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert not {"mlflow.db", "mlruns", "mlartifacts"} & {p.name for p in sweep_dir.iterdir()}
+    first, second = parents()  # --fresh: a new parent run; the first one's files are intact
+    for n, run in enumerate((first, second)):
+        assert held(run.info.run_id, tmp_path / f"got{n}") == [
+            "analysis.csv", "analysis.md", "report.html", "sweep.yaml"]
+        assert run.info.artifact_uri.startswith(str(tmp_path / "mlartifacts"))
