@@ -124,45 +124,37 @@ def run_stage(
 
 def prepare(spec: SearchSpec, sweep_dir: Path, *, resume: bool, fresh: bool) -> tuple[Any, Any]:
     """(stage, GridSpec): the recorded stage on --resume, else a new one from the study."""
-    from sweepgrok.config.grid_file import GridFile, GridSpec
-    from sweepgrok.search.confirm import (
-        ARMS_FILE,
-        arm_trials,
-        confirm_dir,
-        new_stage,
-        read_stage,
-        stage_json,
-    )
+    from sweepgrok.config.grid_file import GridSpec, load_grid
+    from sweepgrok.search import confirm as stages
     from sweepgrok.search.study import load_study, read_study_record, top_trials
     from sweepgrok.store.outputs import write_text
-    from sweepgrok.store.sweepdir import keep_sweep_file, prepare_grid_folder
+    from sweepgrok.store.sweepdir import make_sweep_folder, prepare_grid_folder
 
     if spec.confirm is None:
         raise ConfigError(f"{spec.settings.source}: has no confirm: section (docs/search.md)")
     record = read_study_record(sweep_dir)
     if record is None:
         raise ConfigError(f"{sweep_dir}: holds no search (no study.json): run the search first")
-    folder = confirm_dir(sweep_dir)
+    folder = stages.confirm_dir(sweep_dir)
     prepare_grid_folder(folder, resume=resume, fresh=fresh)
-    stage = None if fresh else read_stage(folder)
+    stage = None if fresh else stages.read_stage(folder)
     if stage is not None and not resume:
         raise ConfigError(f"{folder}: already holds a confirm stage: pass --resume to finish "
                           "it, or --fresh to delete it and start over")  # fmt: skip
     if stage is None:
         study = load_study(record)
-        stage = new_stage(spec, study.study_name, top_trials(study, spec.confirm.top_k))
-    name = f"{spec.name}-{folder.name}"
-    settings = GridFile.model_validate(
-        {"name": name, "resources": spec.settings.resources,
-         "max_concurrent": spec.confirm.max_concurrent or spec.max_concurrent,
-         "max_failures": spec.settings.max_failures,
-         "checkpoint_every": spec.settings.checkpoint_every},
-        context={"path": spec.settings.source},
-    )  # fmt: skip
-    trials = arm_trials(spec, stage)
-    keep_sweep_file(spec.settings, folder)
-    write_text(folder / ARMS_FILE, stage_json(stage))
-    return stage, GridSpec(settings, trials, ["arm"])
+        stage = stages.new_stage(spec, study.study_name, top_trials(study, spec.confirm.top_k))
+    trials = stages.arm_trials(spec, stage)
+    make_sweep_folder(folder)
+    grid_file = folder / SWEEP_FILE
+    if not grid_file.exists():  # once: a resume keeps the first (as for a grid's copy)
+        write_text(grid_file, stages.grid_doc(spec, stage, trials, f"{spec.name}-{folder.name}"))
+    write_text(folder / stages.ARMS_FILE, stages.stage_json(stage))
+    grid = load_grid(grid_file)
+    if [t.flat for t in grid.trials] != [t.flat for t in trials]:
+        raise ConfigError(f"{grid_file}: its trials are not this stage's: start the stage over "
+                          "with --fresh")  # fmt: skip
+    return stage, GridSpec(grid.settings, trials, ["arm"])
 
 
 def report(stage: Any, sweep_dir: Path) -> Any:

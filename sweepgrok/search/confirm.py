@@ -116,6 +116,32 @@ def arm_trials(spec: SearchSpec, stage: Stage) -> list[Trial]:
     return trials
 
 
+def grid_doc(spec: SearchSpec, stage: Stage, trials: Sequence[Trial], name: str) -> str:
+    """The stage as a grid file (YAML text): the base and, zipped, every key whose value
+    differs between trials, so that `sweepgrok status`, `launch --resume` and a reader see the
+    stage's trials as a grid's (the arm labels live in arms.json and in the Tune state)."""
+    import yaml
+
+    from sweepgrok.config.trial import nest
+
+    flats = [t.flat for t in trials]
+    keys = [k for k in flats[0] if len({repr(f[k]) for f in flats}) > 1]
+    base = {k: v for k, v in flats[0].items() if k not in keys}
+    confirm = _section(spec)
+    doc = {
+        "name": name, "base": nest(base), "zip": [{k: [f[k] for f in flats] for k in keys}],
+        "resources": {"cpu": spec.settings.resources.cpu, "gpu": spec.settings.resources.gpu},
+        "max_concurrent": confirm.max_concurrent or spec.max_concurrent,
+        "max_failures": spec.settings.max_failures,
+        "checkpoint_every": spec.settings.checkpoint_every,
+    }  # fmt: skip
+    arms = ", ".join(f"{t.label} (seeds {t.flat['train.seeds'] or t.flat['train.seed']})"
+                     for t in trials)  # fmt: skip
+    head = (f"# The confirm stage of search {stage.study_name} ({spec.settings.source}), as a "
+            f"grid: its trials in order are {arms}.\n")  # fmt: skip
+    return head + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+
+
 def confirm_dir(sweep_dir: Path) -> Path:
     return Path(sweep_dir) / CONFIRM_DIR
 

@@ -79,6 +79,10 @@ def test_ctrl_c_in_the_confirm_stage_then_resume_gives_the_table(
     assert summary["confirm"]["confirm_seeds"] == [1, 2]
     assert summary["confirm"]["result"].startswith("search_1 (search objective ")
 
+    status = subprocess.run([SWEEPGROK, "status", str(stage)], env=ray_env, capture_output=True,
+                            text=True, timeout=120)  # fmt: skip
+    assert f"{stage} (grid)" in status.stdout and "trials: 4/4 done" in status.stdout, status
+
     report = subprocess.run([SWEEPGROK, "report", str(stage), "--out", "rep", "--html"],
                             cwd=tmp_path, env=ray_env, capture_output=True, text=True,
                             timeout=300)  # fmt: skip
