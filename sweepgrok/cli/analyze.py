@@ -65,8 +65,8 @@ def analyze(
     skip_damaged: SkipDamaged = False,
     censor_interrupted: CensorInterrupted = False,
 ) -> None:
-    """Grokking statistics per group: success rate, grok step, delay, Kaplan-Meier median,
-    speed-up vs a baseline. Reads Parquet only (no Ray, no torch)."""
+    """Print the grokking statistics of each group: success rate, grok step, delay, Kaplan-Meier
+    median and speed-up against a baseline. It reads the Parquet files only (no Ray, no torch)."""
     from sweepgrok.analysis import comparisons, stats
     from sweepgrok.analysis.report_content import result_text
 

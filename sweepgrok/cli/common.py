@@ -8,6 +8,7 @@ through ``fail``, from Typer's own option parsing through ``PlainErrorGroup``. N
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import os
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 try:  # recent Typer vendors Click as typer._click (its own exception classes); older uses Click
     from typer._click import exceptions as click_errors
@@ -95,8 +96,80 @@ def _usage_error_line(err: Any) -> str:
     return error_line(message)
 
 
+# ---- help that reads as prose -------------------------------------------------------------------
+
+
+def prose(text: str | None) -> str | None:
+    """Help text as paragraphs of one line each: a docstring's line breaks (its source is wrapped
+    at 100 columns) are joined, so the terminal wraps the text at its own width instead of
+    breaking sentences where the source did. Paragraphs stay apart (a blank line); one that
+    starts with Click's verbatim mark (\\b) is kept as written."""
+    if not text:
+        return text
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(p if p.startswith("\b") else " ".join(p.split()) for p in paragraphs)
+
+
+def _allowed_values(param: TyperOption | TyperArgument, ctx: Any) -> str | None:
+    """What the help shows beside a parameter instead of its type tag (``<bool>``, ``<path>``):
+    the allowed values of a choice (``table|json``), else nothing; the help says what it takes."""
+    descriptor = getattr(param, "type_descriptor", None)
+    if descriptor is None or not descriptor.is_choice:
+        return None
+    return str(param.display_type(ctx)).removeprefix("<").removesuffix(">")
+
+
+class _ProseOption(TyperOption):
+    """An option whose help shows no type tag (a metavar given in the code still shows)."""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return self.metavar if self.metavar is not None else _allowed_values(self, ctx)
+
+
+class _ProseArgument(TyperArgument):
+    """An argument whose help shows no type tag."""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return _allowed_values(self, ctx)
+
+
+def _prose_params(params: list[Any]) -> list[Any]:
+    """`params` with their type tags off. Typer builds each parameter itself (no hook for the
+    class) and Click adds --help later, so each is given the subclass here, when help asks for
+    the parameters; neither subclass adds state, only the one display method."""
+    for param in params:
+        if type(param) is TyperOption:
+            param.__class__ = _ProseOption
+        elif type(param) is TyperArgument:
+            param.__class__ = _ProseArgument
+    return params
+
+
+class ProseCommand(TyperCommand):
+    """A command whose --help shows no type tags on its parameters (`PlainErrorGroup` makes
+    every command of the app one, and rewraps its help)."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _prose_params(super().get_params(ctx))
+
+
 class PlainErrorGroup(TyperGroup):
-    """Typer's group, with Click's usage errors in the one error style (not a boxed panel)."""
+    """Typer's group, with Click's usage errors in the one error style (not a boxed panel), and
+    help that reads as prose: its own and each command's docstring paragraphs rewrapped to the
+    terminal (a command's first paragraph is its line in `sweepgrok --help`), no type tags.
+    Typer builds the commands before the group, so the group turns each into a `ProseCommand`
+    (which adds no state, only the parameter display) and every command registered gets it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = prose(self.help)
+        for command in self.commands.values():
+            command.help = prose(command.help)
+            if type(command) is TyperCommand:
+                command.__class__ = ProseCommand
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _prose_params(super().get_params(ctx))
 
     def main(  # type: ignore[override]
         self,

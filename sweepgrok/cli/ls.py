@@ -24,8 +24,8 @@ def ls(
     ],
     skip_damaged: SkipDamaged = False,
 ) -> None:
-    """One line per sweep under STORAGE: name, kind, trials done/total, runs grokked, last
-    write. Read from the folders alone (no Ray)."""
+    """List the sweeps under STORAGE, one line each: name, kind, trials done/total, runs grokked
+    and the last write, read from the folders alone (no Ray)."""
     from sweepgrok.analysis.sweepstatus import read_status
     from sweepgrok.store.storage import sweeps_under
 

@@ -58,11 +58,14 @@ def status(
     ] = 5.0,
     skip_damaged: SkipDamaged = False,
 ) -> None:
-    """Trials done / running / pending / failed, runs grokked and their median grok step per
-    group, a search's best objective, the last write and the time left, read from the sweep
-    folder alone (no Ray); whether its driver still runs (else: interrupted, and the command
-    that continues it). Time left = mean duration of the done trials x (pending + running /
-    2) / max(running, 1); none before a trial is done."""
+    """Show a sweep's progress, read from its folder alone (no Ray): trials done, running,
+    pending and failed, runs grokked and their median grok step per group, a search's best
+    objective, the last write and the time left.
+
+    It also says whether the sweep's driver still runs; when it does not, the sweep was
+    interrupted, and status prints the command that continues it. The time left is the mean
+    duration of the done trials x (pending + running / 2) / max(running, 1); there is none
+    before a trial is done."""
     try:
         if not watch:
             _print(_read(sweep_dir, skip_damaged), fmt)

@@ -1,5 +1,6 @@
 """Record the run ids (config_hash) this version gives a set of configs: every trial file in
-search_spaces/, the members of every grid's first trials, and one non-default value per key.
+search_spaces/, the members of the first trials of every grid there and of every reproduction
+study's grid (analysis/reproduction/<name>/<name>.yaml), and one non-default value per key.
 
     .venv/bin/python tests/data/make_run_ids.py
 
@@ -20,6 +21,7 @@ from sweepgrok.config.trial import Config, config_hash, flatten, from_flat, load
 
 HERE = Path(__file__).resolve().parent
 SPACES = HERE.parent.parent / "search_spaces"
+STUDIES = HERE.parent.parent / "analysis" / "reproduction"
 DEFAULTS = flatten(Config())
 # One non-default value per key that a config may take alone (next to the defaults).
 ONE_CHANGE: dict[str, Any] = {
@@ -91,7 +93,7 @@ def configs() -> list[Config]:
         out.append(from_flat({key: value}, "ONE_CHANGE"))
     for path in sorted(SPACES.glob("trials/*.yaml")):
         out.append(load_config(path))
-    for path in sorted(SPACES.glob("*/*.yaml")):
+    for path in sorted([*SPACES.glob("*/*.yaml"), *STUDIES.glob("*/*.yaml")]):
         if path.name.startswith("trial_"):
             continue
         try:
