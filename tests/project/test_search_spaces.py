@@ -7,7 +7,8 @@ from typer.testing import CliRunner
 
 from sweepgrok.cli import app
 
-FILES = sorted((Path(__file__).parents[2] / "search_spaces").glob("*/*.yaml"))
+ROOT = Path(__file__).parents[2]
+FILES = sorted((ROOT / "search_spaces").glob("*/*.yaml"))
 
 
 def test_there_are_files():
@@ -18,3 +19,21 @@ def test_there_are_files():
 def test_validates(path):
     res = CliRunner().invoke(app, ["validate", str(path)])
     assert res.exit_code == 0, res.output
+
+
+@pytest.mark.parametrize("name", ["paper1_norms.yaml", "paper1_s5.yaml"])
+def test_paper1_rmsnorm_arms_use_the_notebooks_epsilon_and_the_other_arms_keep_their_ids(name):
+    """Paper 1's notebook's RMSNorm uses eps 1e-8 (sweepgrok's default, 1e-5, differs from the
+    first step): its RMSNorm arms set model.norm_eps, and every other arm leaves it at the
+    default, so their run ids are those of the file without the key."""
+    from sweepgrok.config.grid_file import load_grid
+    from sweepgrok.config.trial import config_hash, from_flat
+
+    trials = load_grid(ROOT / "search_spaces" / "grids" / name).trials
+    assert trials
+    for trial in trials:
+        rms = trial.flat["model.norm"] == "rmsnorm"
+        assert trial.flat["model.norm_eps"] == (1e-8 if rms else 1e-5)
+        if not rms:
+            without = {k: v for k, v in trial.flat.items() if k != "model.norm_eps"}
+            assert config_hash(from_flat(trial.flat)) == config_hash(from_flat(without))
