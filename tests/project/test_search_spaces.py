@@ -37,3 +37,18 @@ def test_paper1_rmsnorm_arms_use_the_notebooks_epsilon_and_the_other_arms_keep_t
         if not rms:
             without = {k: v for k, v in trial.flat.items() if k != "model.norm_eps"}
             assert config_hash(from_flat(trial.flat)) == config_hash(from_flat(without))
+
+
+PAPER_SIZE = ["paper1_norms", "paper1_sphere", "paper1_uniform", "paper1_s5", "paper2_mlp",
+              "paper2_s5", "paper2_transformer", "geomdr_grid"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", PAPER_SIZE)
+def test_a_paper_size_grid_has_the_seeds_the_verdict_rules_need(name):
+    """A prepared grid whose runs could never pass the rules is no test: n >= 8 per group
+    (analysis.verdicts.N_MIN) for "reproduced" or "contradicted"."""
+    from analysis.verdicts import N_MIN
+    from sweepgrok.config.grid_file import load_grid
+
+    spec = load_grid(ROOT / "search_spaces" / "grids" / f"{name}.yaml")
+    assert len(spec.settings.seeds or []) >= N_MIN
