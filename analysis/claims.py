@@ -450,8 +450,8 @@ def _grok_comparison(
         ours = (f"grokked at {claim.threshold:g}: {row.k_baseline}/{row.n_baseline} ({b_label}) "
                 f"vs {row.k_group}/{row.n_group} ({g_label}); Fisher p = {_p(row.p)}")  # fmt: skip
         if claim.kind == "fails":
-            ours += (f"; grok steps {g_label} {_steps(group, claim)}, "
-                     f"{b_label} {_steps(base, claim)}")  # fmt: skip
+            ours += (f"; grok steps {g_label}: {_steps(group, claim)}; "
+                     f"{b_label}: {_steps(base, claim)}")  # fmt: skip
         return Compared(claim, row, ours)
     ours = (f"grok at {claim.threshold:g}: {_ratio(row)}; KM medians {arms}; "
             f"log-rank p = {_p(row.p)}")  # fmt: skip

@@ -175,7 +175,7 @@ def test_a_failure_claim_gives_the_rates_and_the_grok_steps_of_each_group(tmp_pa
     (line,) = claims.claims_table([claim], tmp_path).strip().splitlines()[2:]
     cells = [c.strip() for c in line.strip("|").split(" | ")]
     assert cells[2].startswith("grokked at 0.95: 0/8 (norm=none) vs 3/3 (norm=tiny); Fisher p")
-    assert "; grok steps norm=tiny 300, 300, 300, norm=none none;" in cells[2]
+    assert "; grok steps norm=tiny: 300, 300, 300; norm=none: none;" in cells[2]
     assert cells[5] == "**not tested** (the baseline does not grok within the budget)"
     claim = replace(claim, group=norm("sphere"), baseline=norm("tiny"))
     (line,) = claims.claims_table([claim], tmp_path).strip().splitlines()[2:]
