@@ -6,8 +6,9 @@ Each `Claim` names a committed run summary (``analysis/reproduction/<sweep>/runs
 per run), its group and its baseline as key=value pairs (what ``--baseline`` takes; both name
 the same keys), the grok threshold and the kind of claim (`analysis.verdicts.KINDS`). The
 comparison is sweepgrok's own (``comparisons.analysis_table`` on the runs of the two groups;
-a per-run measure through ``verdicts.measure_row``), Holm's adjustment runs over every tested
-row of the table at once (one family), and `analysis.verdicts` gives each verdict. The table
+a per-run measure through ``verdicts.measure_row``), Holm's adjustment runs over the tested
+rows of each family (`FAMILIES`, `Claim.family`) separately, and `analysis.verdicts` gives
+each verdict. The table
 is written into analysis/REPRODUCTION.md between `BEGIN` and `END` (added after the verdict
 rules when absent); running it again rewrites the same text.
 
@@ -48,8 +49,16 @@ HERE = Path(__file__).resolve().parent
 BEGIN = "<!-- claims:begin -->"
 END = "<!-- claims:end -->"
 RULES_HEADING = "## Verdict rules"
-GROK_KINDS = ("faster", "slower", "equal", "success")
+GROK_KINDS = ("faster", "slower", "equal", "success", "fails")
 """Kinds compared on the grok step (the others on a runs.csv column, `Claim.measure`)."""
+PAPER_CLAIMS = "paper claims"
+OUR_CONTROLS = "our controls"
+GROKFAST_ROWS = "Grokfast"
+FAMILIES = (PAPER_CLAIMS, OUR_CONTROLS, GROKFAST_ROWS)
+"""The Holm families of the table (rules v4): the two papers' claims; the project's own
+controls (no paper claims them); Grokfast's claims and controls (a third paper, run as a
+control of the accelerators). Each is adjusted apart, so a paper claim is never made
+untestable by the number of control rows beside it."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,8 @@ class Claim:
     `when` gives the evidence."""
     when: str = ""
     """The commits that decide `planned`: the claim's and its data's (git log -S on the text)."""
+    family: str = PAPER_CLAIMS
+    """The Holm family the row is adjusted in (one of FAMILIES)."""
 
 
 P1 = "repro2_paper1_cpu"
@@ -182,7 +193,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("Sphere: wd 0 = wd 1", "2,400 ± 353 (wd 1), 2,480 ± 464 (wd 0); 10 seeds each", P1,
           "model.norm=sphere,optim.weight_decay=0", "model.norm=sphere,optim.weight_decay=1",
           "equal", distribution=True, when=P1_WHEN),
-    Claim("RMSNorm = LayerNorm", "51,240 ± 11,200 vs 54,160 ± 13,490 (10 each)", P1,
+    Claim("RMSNorm (epsilon 1e-5; the paper's notebook: 1e-8) = LayerNorm",
+          "51,240 ± 11,200 vs 54,160 ± 13,490 (10 each)", P1,
           "model.norm=rmsnorm,model.attention=softmax,optim.weight_decay=1", LN, "equal",
           when=P1_WHEN),
     Claim("Uniform attention groks sooner (LayerNorm)", "no delay (removes it)", P1,
@@ -206,18 +218,22 @@ CLAIMS: tuple[Claim, ...] = (
           S5, "model.norm=sphere,optim.weight_decay=1",
           "model.norm=layernorm,optim.weight_decay=1", "slower", planned=False,
           when="version-1 runs eaef0c0, claim 5acea69; rerun 7bc2bef"),
-    Claim("S5 negative control: the sphere groks slower than LayerNorm (wd 3, d_model 128, "
-          "8 seeds)", "sphere fails", "repro3_s5_cpu", "model.norm=sphere",
-          "model.norm=layernorm", "slower", planned=True,
-          when="claim and grid 80916e9 (seeds packed 2 per trial in 4b1eaf9), summary 356dc52"),
+    Claim("S5 negative control: the sphere fails to grok where LayerNorm groks (a success "
+          "rate; wd 3, d_model 128, 8 seeds)", "sphere fails", "repro3_s5_cpu",
+          "model.norm=sphere", "model.norm=layernorm", "fails", planned=False,
+          when="planned as 'the sphere groks slower' (grok step) in 80916e9 (seeds packed 2 "
+               "per trial in 4b1eaf9), summary 356dc52; judged as the success rate the paper's "
+               "'fails' states since rules v4 (2026-12-07), after the summary"),
     Claim("GeomDR accelerates the MLP on addition", "362K -> ~7K steps", P2, GEOMDR, NO_GEOMDR,
           factor=52, planned=True, when=P2_WHEN),
     Claim("Scale alone: the trace penalty (same weight) accelerates the MLP", CONTROL, P2,
           "geomdr.enabled=true,geomdr.penalty=trace,train.max_steps=3000", NO_GEOMDR,
-          planned=True, when=CONTROL_WHEN),
+          planned=True, when=CONTROL_WHEN,
+          family=OUR_CONTROLS),
     Claim("Dimension alone: the tail-fraction penalty (same weight) accelerates the MLP",
           CONTROL, P2, "geomdr.enabled=true,geomdr.penalty=tail_fraction,train.max_steps=6000",
-          NO_GEOMDR, planned=True, when=CONTROL_WHEN),
+          NO_GEOMDR, planned=True, when=CONTROL_WHEN,
+          family=OUR_CONTROLS),
     Claim("GeomDR accelerates the MLP on division", "39x", "repro2_division_cpu",
           "geomdr.enabled=true", "geomdr.enabled=false", factor=39,
           planned=True, when="claim 5acea69, summary 9f041da, rerun e9c7ae2"),
@@ -256,10 +272,12 @@ CLAIMS: tuple[Claim, ...] = (
           when=START_WHEN),
     Claim("Dimension, not scale: the tail penalty at its best weight groks faster than the "
           "trace penalty at its best weight", CONTROL, LAMBDA, best("tail"), best("trace"),
-          planned=True, when=LAMBDA_WHEN),
+          planned=True, when=LAMBDA_WHEN,
+          family=OUR_CONTROLS),
     Claim("The tail fraction (dimension without scale) at its best weight groks as fast as "
           "the tail at its best weight", CONTROL, LAMBDA, best("tail_fraction"), best("tail"),
-          "equal", planned=True, when=LAMBDA_WHEN),
+          "equal", planned=True, when=LAMBDA_WHEN,
+          family=OUR_CONTROLS),
     Claim("Subsampling the covariance to 25% keeps the grok step", SUBSAMPLE_PAPER, SUB,
           "geomdr.subsample=0.25", "geomdr.subsample=1", "equal", planned=False,
           when="claim and summary in 83ced63, rerun 6095a0c"),
@@ -275,43 +293,52 @@ CLAIMS: tuple[Claim, ...] = (
           "geomdr.enabled=true,geomdr.start_step=500", planned=True, when=SLOW_WHEN),
     Claim("Grokfast groks faster than its paper's baseline (Transformer)",
           "39,890 -> 910 steps (43.84x)", GROKFAST, grokfast("transformer", "ema", 0.005),
-          grokfast("transformer", "none", 0), factor=43.84, planned=True, when=GROKFAST_WHEN),
+          grokfast("transformer", "none", 0), factor=43.84, planned=True, when=GROKFAST_WHEN,
+          family=GROKFAST_ROWS),
     Claim("Grokfast's filter alone speeds grokking at weight decay 0.005 (Transformer)",
           "not claimed alone (its baseline also drops the weight decay)", GROKFAST,
           grokfast("transformer", "ema", 0.005), grokfast("transformer", "none", 0.005),
-          planned=True, when=GROKFAST_WHEN),
+          planned=True, when=GROKFAST_WHEN,
+          family=GROKFAST_ROWS),
     Claim("Grokfast groks faster than its paper's baseline (MLP)",
           "not given for the MLP (43.84x is the Transformer's)", GROKFAST_MLP,
           grokfast("mlp", "ema", 0.005), grokfast("mlp", "none", 0), planned=True,
-          when=GROKFAST_MLP_WHEN),
+          when=GROKFAST_MLP_WHEN,
+          family=GROKFAST_ROWS),
     Claim("Grokfast's filter alone speeds grokking at weight decay 0.005 (MLP)",
           "not claimed alone (its baseline also drops the weight decay)", GROKFAST_MLP,
           grokfast("mlp", "ema", 0.005), grokfast("mlp", "none", 0.005), planned=True,
-          when=GROKFAST_MLP_WHEN),
+          when=GROKFAST_MLP_WHEN,
+          family=GROKFAST_ROWS),
     Claim("Grokfast groks faster than its paper's baseline (reference task)",
           "39,890 -> 910 steps (43.84x)", GROKFAST_REF,
           "grokfast.kind=ema,optim.weight_decay=0.005", "grokfast.kind=none,optim.weight_decay=0",
           factor=43.84, planned=True,
-          when=GROKFAST_REF_WHEN),
+          when=GROKFAST_REF_WHEN,
+          family=GROKFAST_ROWS),
     Claim("Grokfast's filter alone speeds grokking at weight decay 0.005 (reference task)",
           "not claimed alone (its baseline also drops the weight decay)", GROKFAST_REF,
           "grokfast.kind=ema,optim.weight_decay=0.005",
-          "grokfast.kind=none,optim.weight_decay=0.005", planned=True, when=GROKFAST_REF_WHEN),
+          "grokfast.kind=none,optim.weight_decay=0.005", planned=True, when=GROKFAST_REF_WHEN,
+          family=GROKFAST_ROWS),
     Claim("Grokfast groks faster than its paper's baseline (reference optimizer)",
           "39,890 -> 910 steps (43.84x)", GROKFAST_ADAM,
           "grokfast.kind=ema,optim.weight_decay=0.005", "grokfast.kind=none,optim.weight_decay=0",
-          factor=43.84, planned=True, when=GROKFAST_ADAM_WHEN),
+          factor=43.84, planned=True, when=GROKFAST_ADAM_WHEN,
+          family=GROKFAST_ROWS),
     Claim("Grokfast's filter alone speeds grokking at L2 0.005 (reference optimizer)",
           "not claimed alone (its baseline also drops the L2 term)", GROKFAST_L2,
-          "grokfast.kind=ema", "grokfast.kind=none", planned=True, when=GROKFAST_L2_WHEN),
+          "grokfast.kind=ema", "grokfast.kind=none", planned=True, when=GROKFAST_L2_WHEN,
+          family=GROKFAST_ROWS),
     *(Claim(f"Grokfast's filter alone speeds grokking at L2 0.005 ({name} twin, reference "
             "optimizer)", "not claimed alone (its baseline also drops the L2 term)",
             GROKFAST_TWIN_L2, f"model.arch={arch},grokfast.kind=ema",
-            f"model.arch={arch},grokfast.kind=none", planned=True, when=GROKFAST_TWIN_L2_WHEN)
+            f"model.arch={arch},grokfast.kind=none", planned=True, when=GROKFAST_TWIN_L2_WHEN,
+          family=GROKFAST_ROWS)
       for arch, name in (("transformer", "Transformer"), ("mlp", "MLP"))),
-    Claim("The searched schedule groks sooner than the paper's schedule (slow regime)",
-          "hand-tuned: d* 32, t_s = 2000 (MLP)", CONFIRM, "arm=search_1", "arm=paper",
-          planned=True, when=CONFIRM_WHEN),
+    Claim("The searched schedule groks sooner than the paper's hand-tuned schedule (d* 32, "
+          "t_s = 2000; slow regime)", CONTROL, CONFIRM, "arm=search_1", "arm=paper",
+          planned=True, when=CONFIRM_WHEN, family=OUR_CONTROLS),
     Claim("The searched schedule groks faster than the baseline (slow regime)",
           "362K -> ~7K steps", CONFIRM, "arm=search_1", "arm=baseline", factor=52,
           planned=True, when=CONFIRM_WHEN),
@@ -405,7 +432,7 @@ def compare_claim(claim: Claim, summary: pd.DataFrame) -> Compared:
     else:
         compared = _measure(claim, group, base)
     code = provenance.code_versions(pd.concat([group, base]))
-    return replace(compared, code=code)
+    return replace(compared, row=replace(compared.row, family=claim.family), code=code)
 
 
 def _short_labels(claim: Claim) -> tuple[str, str]:
@@ -429,9 +456,12 @@ def _grok_comparison(
         f"{b_label} {_median(b)} (n = {row.n_baseline}) vs {g_label} {_median(g)} "
         f"(n = {row.n_group})"
     )
-    if claim.kind == "success":
+    if claim.kind in verdicts.RATE_KINDS:
         ours = (f"grokked at {claim.threshold:g}: {row.k_baseline}/{row.n_baseline} ({b_label}) "
                 f"vs {row.k_group}/{row.n_group} ({g_label}); Fisher p = {_p(row.p)}")  # fmt: skip
+        if claim.kind == "fails":
+            ours += (f"; grok steps {g_label}: {_steps(group, claim)}; "
+                     f"{b_label}: {_steps(base, claim)}")  # fmt: skip
         return Compared(claim, row, ours)
     ours = (f"grok at {claim.threshold:g}: {_ratio(row)}; KM medians {arms}; "
             f"log-rank p = {_p(row.p)}")  # fmt: skip
@@ -514,6 +544,14 @@ def _spread(rows: pd.DataFrame, claim: Claim) -> str:
     return f"{_num(mean)} ± {_num(std)} ({grokked.size}/{len(rows)} grokked)"
 
 
+def _steps(rows: pd.DataFrame, claim: Claim) -> str:
+    """The grok steps of the runs that grokked, sorted ('none' when none did): for a claim
+    that a group fails, the runs that did not."""
+    times, censored = times_and_censoring(rows, claim.threshold)
+    grokked = sorted(times[~censored])
+    return ", ".join(_num(t) for t in grokked) if grokked else "none"
+
+
 def _ratio(row: Row) -> str:
     """The estimate with its CI; a bound ('> x', '< x') where a median is censored."""
     if row.baseline_censored != row.group_censored:
@@ -579,7 +617,7 @@ def claims_table(claims: Sequence[Claim], summaries: Path) -> str:
     for claim in claims:
         if awaits_runs(claim, summaries):
             factor = math.nan if claim.factor is None else claim.factor
-            row = Row(claim.kind, 0, 0, untestable=AWAITING, factor=factor)
+            row = Row(claim.kind, 0, 0, untestable=AWAITING, factor=factor, family=claim.family)
             compared.append(Compared(claim, row, "-"))
             continue
         if claim.sweep not in cache:
@@ -589,6 +627,7 @@ def claims_table(claims: Sequence[Claim], summaries: Path) -> str:
         except (AnalysisError, ClaimError) as err:
             raise ClaimError(f"{claim.sweep}/runs.csv: claim {claim.text!r}: {err}") from err
     rows = verdicts.adjust([c.row for c in compared])
+    sizes = verdicts.family_sizes(rows)
     lines = [
         "| claim (summary) | paper | ours (95% CI; n per group) | paper's factor inside our CI "
         "| planned / post hoc | verdict |",
@@ -596,7 +635,9 @@ def claims_table(claims: Sequence[Claim], summaries: Path) -> str:
     ]
     for c, row in zip(compared, rows, strict=True):
         v = verdicts.verdict(row)
-        ours = c.ours + (f"; p Holm = {_p(row.p_holm)}" if verdicts.is_tested(row) else "")
+        ours = c.ours
+        if verdicts.is_tested(row):
+            ours += f"; p Holm = {_p(row.p_holm)} ({_family(row.family, sizes)})"
         ours += f"; code {c.code}" if c.code else ""
         name = f"{c.claim.text} (`{Path(c.claim.sweep).name}`)"
         verdict = f"**{v.verdict}** ({v.reason})"
@@ -606,12 +647,19 @@ def claims_table(claims: Sequence[Claim], summaries: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _family(family: str, sizes: dict[str, int]) -> str:
+    """'family our controls, m = 4': the row's Holm family and how many tested rows share it."""
+    return f"family {family}, m = {sizes[family]}"
+
+
 def with_table(text: str, table: str) -> str:
     """`text` with the table between BEGIN and END; the markers go right after the verdict
     rules section when absent."""
     note = (
         "Generated by `python -m analysis.claims` from the runs.csv each claim names;\n"
-        "p Holm is adjusted over every tested row of this table at once.\n\n"
+        "p Holm is adjusted within each Holm family (rules v4): "
+        + ", ".join(f'"{f}"' for f in FAMILIES)
+        + "; each row names its family and the family's m (its tested rows).\n\n"
     )
     block = f"{BEGIN}\n{note}{table}{END}"
     if BEGIN in text and END in text:

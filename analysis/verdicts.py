@@ -1,12 +1,13 @@
 """The verdict of one claim of the reproduction report, by the rules fixed at the top of
-analysis/REPRODUCTION.md ("Verdict rules, version 3"); this module applies them and nothing
+analysis/REPRODUCTION.md ("Verdict rules, version 4"); this module applies them and nothing
 else.
 
 A claim's comparison is one `Row`: n per group, the point estimate (baseline / group: a speed-up
 for the grok step, a ratio of medians for another per-run measure), its 95% CI, the raw p of
-the row's test, p Holm (adjusted over every tested row of the report at once: the caller
-adjusts, see `is_tested`) and the paper's factor where it gives one. `verdict` turns it into
-one of `VERDICTS` with a short reason; `size` compares the paper's factor with the CI.
+the row's test, p Holm (adjusted over the tested rows of the row's Holm family, `Row.family`:
+the caller adjusts, see `adjust` and `is_tested`) and the paper's factor where it gives one.
+`verdict` turns it into one of `VERDICTS` with a short reason; `size` compares the paper's
+factor with the CI.
 
 Kinds (`KINDS`) and the rule each applies:
 
@@ -16,6 +17,11 @@ Kinds (`KINDS`) and the rule each applies:
 - ``equal``: equivalence, the ratio strictly inside `EQUIVALENCE_MARGIN`.
 - ``success``: a success rate, two-sided Fisher exact test (`fisher_p`), the direction read
   from the two rates; not tested only when every run of both groups succeeds.
+- ``fails``: a negative success-rate claim ("the sphere fails on S5"): the group fails where
+  the baseline groks; the same Fisher test. The paper's side is a group in which no run groks:
+  a grok is an observed event that refutes "fails", where a run without one is only censored
+  (it might grok later), so one grokking run is against the claim, whatever the two rates.
+  Not tested when the baseline does not grok within the budget.
 - ``measure``: a per-run measure other than the grok step (`measure_row`): ratio of medians and
   the exact two-sided Mann-Whitney p (`mann_whitney_p`), judged by the directional rule
   (`Row.expect` "smaller" or "larger": the group's measure against the baseline's) or the
@@ -47,6 +53,10 @@ Readings where the rule text leaves room (the stricter one is taken each time):
   n runs that have both events, and the point estimate is "more than half positive".
 - Fourier: "reproduced" needs both the equivalence and every run at `FOURIER_MIN` or more; a
   row that meets the equivalence but not the floor is "on the paper's side, not shown".
+- An equivalence met (or on the paper's side) with the whole CI on one side of 1 says so in
+  its reason ("the whole CI below 1: the group groks slower"): inside the margin is not the
+  same speed, and the reason says what the data do.
+- A ``fourier`` verdict's reason starts with what it tested (`FOURIER_TESTED`).
 - Every kind is "not tested" with fewer than `N_TESTABLE` runs in a group (the rule's "as
   above" for the kinds whose rule does not repeat it).
 """
@@ -92,7 +102,7 @@ SIZES = (SIZE_YES, SIZE_NO, SIZE_UNKNOWN, SIZE_NONE)
 Values = Sequence[float] | np.ndarray
 """Per-run values (NaN: the value does not exist in that run)."""
 
-KINDS = ("faster", "slower", "equal", "success", "measure", "precedes", "fourier")
+KINDS = ("faster", "slower", "equal", "success", "fails", "measure", "precedes", "fourier")
 """The kinds of claim (module docstring)."""
 EXPECTS = ("smaller", "larger", "equal")
 """What a ``measure`` claim says of the group's measure against the baseline's."""
@@ -131,7 +141,7 @@ class Row:
     p: float = math.nan
     """The raw p of the row's test (log-rank, Fisher, Mann-Whitney or sign test)."""
     p_holm: float = math.nan
-    """p adjusted by Holm over every tested row of the report (set by the caller)."""
+    """p adjusted by Holm over the tested rows of the row's family (set by `adjust`)."""
     baseline_censored: bool = False
     """The baseline's median is beyond its runs: the estimate is a lower bound (`bound`)."""
     group_censored: bool = False
@@ -150,6 +160,9 @@ class Row:
     """Why the runs cannot provide the row (e.g. a measure runs.csv lacks): not tested."""
     factor: float = math.nan
     """The paper's factor on the estimate's scale (NaN: the paper gives none); see `size`."""
+    family: str = ""
+    """The Holm family the row is adjusted in (`adjust`): rows of one family share one Holm
+    adjustment, and a row never shares it with another family's rows."""
 
     @property
     def n(self) -> int:
@@ -214,14 +227,19 @@ def _subset_sum_counts(scores: np.ndarray, size: int) -> dict[int, int]:
 # ---------------------------------------------------------------- rows
 
 
+RATE_KINDS = ("success", "fails")
+"""Kinds judged on the two success rates (Fisher's test), not on the grok step."""
+
+
 def from_table(group: Mapping[Any, Any], baseline: Mapping[Any, Any], kind: str) -> Row:
     """The Row of a group's line of sweepgrok's comparison table (`comparisons.analysis_table`:
     n, n_grokked, km_median, speedup, speedup_lo/_hi, speedup_bound, p, p_holm) and its
-    baseline's line. For ``success`` the p is the Fisher p of the two success counts; the
-    table's p_holm (over its own table only) is not carried: the report adjusts over itself."""
+    baseline's line. For ``success`` and ``fails`` the p is the Fisher p of the two success
+    counts; the table's p_holm (over its own table only) is not carried: the report adjusts
+    over itself."""
     n, nb = int(group["n"]), int(baseline["n"])
     k, kb = int(group["n_grokked"]), int(baseline["n_grokked"])
-    p = fisher_p(k, n, kb, nb) if kind == "success" else float(group.get("p", math.nan))
+    p = fisher_p(k, n, kb, nb) if kind in RATE_KINDS else float(group.get("p", math.nan))
     return Row(
         kind=kind,
         n_group=n,
@@ -293,6 +311,8 @@ def untested_reason(row: Row) -> str | None:
         if row.k_baseline == row.n_baseline and row.k_group == row.n_group:
             return "every run of both groups grokked: no failure to remove"
         return None
+    if row.kind == "fails":
+        return "the baseline does not grok within the budget" if row.k_baseline == 0 else None
     if row.kind == "precedes":
         return None
     if row.kind == "slower" and row.baseline_censored:
@@ -305,18 +325,27 @@ def untested_reason(row: Row) -> str | None:
 
 
 def is_tested(row: Row) -> bool:
-    """Whether the row joins the report's Holm family (testable, with a p)."""
+    """Whether the row joins its Holm family (testable, with a p)."""
     return untested_reason(row) is None and not math.isnan(row.p)
 
 
 def adjust(rows: Sequence[Row]) -> list[Row]:
-    """The rows with p_holm set: Holm over the tested rows (`is_tested`) as one family; the
-    other rows get p_holm NaN."""
-    tested = [i for i, r in enumerate(rows) if is_tested(r)]
+    """The rows with p_holm set: Holm over the tested rows (`is_tested`) of each family
+    (`Row.family`) separately; the other rows get p_holm NaN."""
     out = [replace(r, p_holm=math.nan) for r in rows]
-    for i, p in zip(tested, holm([rows[i].p for i in tested]), strict=True):
-        out[i] = replace(rows[i], p_holm=float(p))
+    for family in dict.fromkeys(r.family for r in rows):
+        tested = [i for i, r in enumerate(rows) if r.family == family and is_tested(r)]
+        for i, p in zip(tested, holm([rows[i].p for i in tested]), strict=True):
+            out[i] = replace(rows[i], p_holm=float(p))
     return out
+
+
+def family_sizes(rows: Sequence[Row]) -> dict[str, int]:
+    """{family: how many of its rows are tested}: the m of each family's Holm adjustment."""
+    sizes = {r.family: 0 for r in rows}
+    for r in rows:
+        sizes[r.family] += is_tested(r)
+    return sizes
 
 
 def verdict(row: Row) -> Verdict:
@@ -334,6 +363,8 @@ def verdict(row: Row) -> Verdict:
         return _equivalence(row)
     if row.kind == "success":
         return _success(row)
+    if row.kind == "fails":
+        return _fails(row)
     if row.kind == "precedes":
         return _precedes(row)
     if row.kind == "fourier":
@@ -414,11 +445,24 @@ def _inside(x: float) -> bool:
     return lo < x < hi
 
 
+def _side_of_one(row: Row) -> str:
+    """'' or, when the whole CI lies on one side of 1, what the data say beside the margin
+    (an equivalence met with every resample slower is still a slower group, said so)."""
+    if not (row.hi < 1 or row.lo > 1):
+        return ""
+    below = row.hi < 1  # baseline / group < 1: the group's median is the larger
+    if row.kind == "equal":
+        what = "the group groks slower" if below else "the group groks faster"
+    else:
+        what = "the group's median larger" if below else "the group's median smaller"
+    return f"; the whole CI {'below' if below else 'above'} 1: {what}"
+
+
 def _equivalence(row: Row) -> Verdict:
     lo, hi = EQUIVALENCE_MARGIN
     margin = f"({lo}, {hi})"
     if row.n >= N_MIN and _inside(row.lo) and _inside(row.hi):
-        return Verdict(REPRODUCED, f"{_ci(row)} inside {margin}")
+        return Verdict(REPRODUCED, f"{_ci(row)} inside {margin}{_side_of_one(row)}")
     beyond = row.lo > hi or row.hi < lo
     if row.n >= N_MIN and _significant(row) and beyond:
         return Verdict(CONTRADICTED, f"{_p_text(row)}; {_ci(row)} outside {margin}")
@@ -426,7 +470,7 @@ def _equivalence(row: Row) -> Verdict:
         unmet = [_n_short(row)]
         if not (_inside(row.lo) and _inside(row.hi)):
             unmet.append(f"{_ci(row)} not inside {margin}")
-        return Verdict(DIRECTION_ONLY, "; ".join(u for u in unmet if u))
+        return Verdict(DIRECTION_ONLY, "; ".join(u for u in unmet if u) + _side_of_one(row))
     return Verdict(NOT_IN_DIRECTION, f"estimate {_num(row.estimate)} outside {margin}")
 
 
@@ -454,6 +498,22 @@ def _success(row: Row) -> Verdict:
     return Verdict(NOT_IN_DIRECTION, f"{rates}: not above the baseline's rate")
 
 
+def _fails(row: Row) -> Verdict:
+    """A negative success-rate claim (module docstring): one grokking run of the group is
+    against it; the baseline groks (else not tested), so a group without one is below it."""
+    rates = f"{row.k_group}/{row.n_group} vs {row.k_baseline}/{row.n_baseline}"
+    enough = row.n >= N_MIN and _significant(row)
+    if row.k_group == 0:
+        if enough:
+            return Verdict(REPRODUCED, f"{_p_text(row)}; {rates}")
+        unmet = [_n_short(row), None if _significant(row) else _p_text(row)]
+        return Verdict(DIRECTION_ONLY, "; ".join(u for u in unmet if u))
+    if enough and row.k_group / row.n_group > row.k_baseline / row.n_baseline:
+        return Verdict(CONTRADICTED, f"{_p_text(row)}; {rates}: above the baseline's rate")
+    grokked = f"{row.k_group}/{row.n_group} grokked where the claim says the group fails"
+    return Verdict(NOT_IN_DIRECTION, f"{grokked} ({rates}); {_p_text(row)}")
+
+
 def _precedes(row: Row) -> Verdict:
     in_order = 2 * row.k_group > row.n_group
     if row.n >= N_MIN and _significant(row) and in_order:
@@ -473,10 +533,15 @@ def _measure(row: Row) -> Verdict:
     return _directional(row, above=row.expect == "smaller")
 
 
+FOURIER_TESTED = "tested: concentration above chance, not which frequencies"
+"""What a ``fourier`` verdict says it tested: the measure is how concentrated each run's
+unembedding is on its top frequencies, not whether two groups use the same ones."""
+
+
 def _fourier(row: Row) -> Verdict:
     eq = _equivalence(row)
     if row.lowest >= FOURIER_MIN or eq.verdict not in (REPRODUCED, DIRECTION_ONLY):
-        return eq
+        return Verdict(eq.verdict, f"{FOURIER_TESTED}; {eq.reason}")
     floor = f"lowest concentration {row.lowest:.2f} < {FOURIER_MIN}"
     reason = floor if eq.verdict == REPRODUCED or not eq.reason else f"{eq.reason}; {floor}"
-    return Verdict(DIRECTION_ONLY, reason)
+    return Verdict(DIRECTION_ONLY, f"{FOURIER_TESTED}; {reason}")

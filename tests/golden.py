@@ -81,7 +81,10 @@ NOT_NUMERICS = {
     "sweep",
     "sweepgrok_version",
     "git_commit",
+    "git_dirty",
     "torch_version",
+    "torch_build",
+    "device_name",
     "ray_version",
     "error",
 }

@@ -19,6 +19,7 @@ KEY_LABELS = {
     "task.train_fraction": "train frac",
     "model.arch": "arch",
     "model.norm": "norm",
+    "model.norm_eps": "norm eps",
     "model.attention": "attention",
     "model.n_layers": "layers",
     "model.d_model": "d_model",

@@ -40,6 +40,7 @@ from sweepgrok.analysis.survival import km_median, km_median_rows
 from sweepgrok.config.thresholds import DEFAULT_GROK_THRESHOLD, GROK_THRESHOLDS, tag
 from sweepgrok.config.trial import SEED_KEYS
 from sweepgrok.store.columns import progress_panels
+from sweepgrok.store.provenance import SUMMARY_PROVENANCE
 from sweepgrok.train import events
 from sweepgrok.train.events import ACC_EPS, COLLAPSE_FRACTION, FIT_THRESHOLD
 
@@ -239,8 +240,9 @@ def run_summary(
     """One row per run: events from metrics/ joined with runs/ (status and config columns).
 
     Columns: run_id, in_runs, sweep, status, steps_run, peak_test_acc, fit_step, for each theta
-    grok_step_<t>, censored_<t>, delay_<t>, collapse_to_grok_<t>, then collapse_step and every
-    config key (dotted name). The grok steps are recomputed from metrics/, not trusted from
+    grok_step_<t>, censored_<t>, delay_<t>, collapse_to_grok_<t>, then collapse_step, every
+    config key (dotted name) and the provenance runs/ holds (SUMMARY_PROVENANCE: code, torch,
+    device; what a rerun must match). The grok steps are recomputed from metrics/, not trusted from
     runs/. steps_run is the larger of runs/ ``steps_run`` and the last evaluated step; a run in
     runs/ without metrics (failed before its first evaluation) is kept, censored.
     """
@@ -266,7 +268,8 @@ def run_summary(
             ev.insert(0, "arm", r["arm"].reindex(index))
         # False: metrics but no run row yet (a run still in progress, or its driver died).
         ev.insert(0, "in_runs", index.isin(r.index))
-        config = r[[c for c in r.columns if "." in c]].reindex(index)
+        kept = [c for c in r.columns if "." in c] + [c for c in SUMMARY_PROVENANCE if c in r]
+        config = r[kept].reindex(index)
     for theta in grok_thresholds:
         t = tag(theta)
         grok = ev[f"grok_step_{t}"]

@@ -153,6 +153,11 @@ class ModelConfig(_Section):
     """linear, or cosine (logits = temperature * cos(h, w_c)); auto = cosine iff norm is sphere."""
     temperature: float = Field(10.0, gt=0.0)
     """tau of the cosine unembedding (multiplies the cosine)."""
+    norm_eps: float = Field(1e-5, gt=0.0, le=1.0)
+    """Epsilon of layernorm and rmsnorm, added to the variance (layernorm) or the mean square
+    (rmsnorm) under the square root; unused by the other norms. 1e-5 is torch's LayerNorm
+    default and every earlier run's value; paper 1's public notebook uses 1e-8 in its RMSNorm
+    (its paper-1 RMSNorm files here set it)."""
 
     @model_validator(mode="after")
     def _check(self) -> ModelConfig:

@@ -142,12 +142,24 @@ RUNS_COLUMNS: tuple[Column, ...] = (
     Column("git_commit", _TEXT, "",
            "provenance: HEAD of the sweepgrok checkout that ran it (null outside a git "
            "checkout)"),
+    Column("git_dirty", pa.bool_(), "",
+           "provenance: true when tracked files of that checkout differed from `git_commit` "
+           "(uncommitted changes: the commit alone does not name the code; null outside a git "
+           "checkout)"),
     Column("torch_version", _TEXT, "", "provenance: the installed torch version"),
+    Column("torch_build", _TEXT, "",
+           "provenance: torch's build: its git revision, and its CUDA and cuDNN versions or "
+           "`cpu only`"),
     Column("ray_version", _TEXT, "", "provenance: the installed Ray version"),
     Column("host", _TEXT, "", "provenance: the host name of the machine that trained it"),
     Column("device", _TEXT, "",
            "provenance: what the trainer used, `cpu` or `cuda` (`train.device` keeps what the "
            "file wrote)"),
+    Column("device_name", _TEXT, "",
+           "provenance: what the device is: the GPU's name, or the CPU's model with its vector "
+           "flags and the kernel width torch dispatches to (e.g. `AMD EPYC (avx avx2 fma; torch "
+           "kernels AVX2)`), and `ATEN_CPU_CAPABILITY` / `MKL_CBWR` when set: the kernels a "
+           "bit-for-bit rerun must match"),
     Column("gpu_ids", _TEXT, "",
            "provenance: Ray's GPU ids of the trial, e.g. `1` (empty without a GPU)"),
     Column("node_id", _TEXT, "", "provenance: the Ray node the trial ran on (its hex id)"),

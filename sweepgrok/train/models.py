@@ -45,7 +45,6 @@ from torch import Tensor, nn
 
 from sweepgrok.config.trial import Config, ModelConfig, NormName
 
-NORM_EPS = 1e-5  # layernorm / rmsnorm epsilon (torch's LayerNorm default)
 N_POS = 3  # [a, b, =]
 
 
@@ -141,13 +140,15 @@ def gather_rows_one_hot(table: Tensor, idx: Tensor) -> Tensor:
 
 
 class Norm(nn.Module):
-    """none | layernorm | rmsnorm (learnable gain, layernorm also a bias) | sphere (h/||h||)."""
+    """none | layernorm | rmsnorm (learnable gain, layernorm also a bias) | sphere (h/||h||);
+    `eps` is layernorm's and rmsnorm's epsilon (`model.norm_eps`)."""
 
-    def __init__(self, kind: str, n_members: int, d: int) -> None:
+    def __init__(self, kind: str, n_members: int, d: int, eps: float = 1e-5) -> None:
         super().__init__()
         if kind not in get_args(NormName):
             raise ValueError(f"unknown norm {kind!r}: one of {', '.join(get_args(NormName))}")
         self.kind = kind
+        self.eps = eps
         if kind in ("layernorm", "rmsnorm"):
             self.gain = nn.Parameter(torch.ones(n_members, d))
         if kind == "layernorm":
@@ -159,10 +160,10 @@ class Norm(nn.Module):
         if self.kind == "sphere":
             return F.normalize(h, dim=-1)
         if self.kind == "layernorm":
-            h = F.layer_norm(h, h.shape[-1:], eps=NORM_EPS)
+            h = F.layer_norm(h, h.shape[-1:], eps=self.eps)
             return h * _bias(self.gain, h) + _bias(self.bias, h)
         if self.kind == "rmsnorm":
-            h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + NORM_EPS)
+            h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
             return h * _bias(self.gain, h)
         raise ValueError(f"unknown norm {self.kind!r}")
 
@@ -183,8 +184,8 @@ class Block(nn.Module):
         self.b_in = _stack([i.uniform((m,), d) for i in inits])
         self.w_out = _stack([i.uniform((m, d), m) for i in inits])
         self.b_out = _stack([i.uniform((d,), m) for i in inits])
-        self.norm_attn = Norm(cfg.norm, e, d)
-        self.norm_mlp = Norm(cfg.norm, e, d)
+        self.norm_attn = Norm(cfg.norm, e, d, cfg.norm_eps)
+        self.norm_mlp = Norm(cfg.norm, e, d, cfg.norm_eps)
 
     # ---- plain path: the stream of every example ---------------------------------------
 
@@ -326,7 +327,7 @@ class Transformer(nn.Module):
         d, e = cfg.d_model, len(inits)
         self.w_e = _stack([i.normal((n_tokens + 1, d)) for i in inits])
         self.w_pos = _stack([i.normal((N_POS, d)) for i in inits])
-        self.norm_embed = Norm(cfg.norm, e, d)
+        self.norm_embed = Norm(cfg.norm, e, d, cfg.norm_eps)
         self.blocks = nn.ModuleList([Block(cfg, inits) for _ in range(cfg.n_layers)])
         self.unembed = Unembed(cfg.unembed_resolved, cfg.temperature, inits, d, n_classes)
         self.n_tokens = n_tokens

@@ -350,7 +350,7 @@ def trial_rows(
     trial, config columns filled in, the driver's code version (a run row the trial itself
     writes carries its worker's), `fields` added."""
     from sweepgrok.config.tasks import split_seed_for
-    from sweepgrok.store.provenance import git_commit, package_version
+    from sweepgrok.store.provenance import git_commit, git_dirty, package_version
 
     cfg = from_flat(config["cfg"])
     rows = []
@@ -367,6 +367,7 @@ def trial_rows(
                 "censored": True,
                 "sweepgrok_version": package_version("sweepgrok"),
                 "git_commit": git_commit(),
+                "git_dirty": git_dirty(),
                 **fields,
             }
         )

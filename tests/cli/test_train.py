@@ -71,3 +71,56 @@ def test_the_closing_table_prints_a_dash_for_an_absent_value(capsys):
     out = capsys.readouterr().out
     assert "None" not in out and "nan" not in out
     assert out.count(" - ") == 3  # two absent grok steps, one absent fit step
+
+
+def test_a_checkout_is_dirty_only_with_uncommitted_changes_to_tracked_files(tmp_path):
+    """sweepgrok.store.provenance.checkout_dirty on a real git repository: clean after a commit,
+    dirty once a tracked file changes, clean again when only an untracked file is added."""
+    from sweepgrok.store.provenance import checkout_dirty
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args],
+                       cwd=tmp_path, check=True, capture_output=True)
+
+    assert checkout_dirty(tmp_path) is None  # not a checkout
+    git("init", "-q")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", "code.py")
+    git("commit", "-qm", "code")
+    assert checkout_dirty(tmp_path) is False
+    (tmp_path / "notes.txt").write_text("untracked\n")
+    assert checkout_dirty(tmp_path) is False
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert checkout_dirty(tmp_path) is True
+
+
+def test_train_and_report_record_what_a_rerun_must_match(tmp_path):
+    """The user's commands in subprocesses: `sweepgrok train` writes torch's version and build,
+    the device and what it is, and the checkout's commit and dirty flag into its run row, and
+    `sweepgrok report` keeps them in runs.csv (read back with pandas)."""
+    from importlib import metadata
+
+    bin_dir = Path(sys.executable).parent
+    out, report = tmp_path / "t", tmp_path / "r"
+    train = [str(bin_dir / "sweepgrok"), "train", "search_spaces/trials/trial_quick.yaml",
+             "--quiet", "--set", "train.max_steps=20", "--set", "task.p=11",
+             "--set", "train.eval_every=10", "--set", "train.device=cpu", "--out", str(out)]
+    proc = subprocess.run(train, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    proc = subprocess.run([str(bin_dir / "sweepgrok"), "report", str(out), "--out", str(report)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                            capture_output=True, text=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    row = pd.read_parquet(out / "runs").iloc[0]
+    summary = pd.read_csv(report / "runs.csv").iloc[0]
+    for got in (row, summary):
+        if head.returncode:  # not run from a git checkout (an unpacked release): both unknown
+            assert pd.isna(got["git_commit"]) and pd.isna(got["git_dirty"])
+        else:
+            assert got["git_commit"] == head.stdout.strip()
+            assert bool(got["git_dirty"]) is bool(status.stdout.strip())
+        assert got["torch_version"] == metadata.version("torch")
+        assert got["torch_build"].startswith("git ") and got["device"] == "cpu"
+        assert "torch kernels " in got["device_name"]

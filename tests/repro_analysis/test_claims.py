@@ -1,5 +1,5 @@
 """analysis.claims: the claims table from a runs.csv with known grok steps, end to end (the
-comparisons, one Holm family, the verdicts, the cells), written between its markers."""
+comparisons, the Holm families, the verdicts, the cells), written between its markers."""
 
 from __future__ import annotations
 
@@ -148,6 +148,51 @@ def test_holm_runs_over_the_tested_rows_of_the_whole_table(table) -> None:
     # 'tiny' log-rank's 0.0061 and the equivalence row's are above): Holm multiplies it by 3.
     assert "sign test p = 0.0039; p Holm = 0.012" in table[6][2]
     assert "log-rank p = 0.0061; p Holm = 0.012" in table[5][2]  # 7th: 2 x 0.0061
+
+
+def test_each_family_is_adjusted_apart_and_named_in_its_rows(tmp_path: Path) -> None:
+    """The fixture's 8 tested rows split 6 + 2: the control family's two p-values (the
+    sphere-vs-layernorm log-rank's, below 1e-3, and the sign test's 1/256) are adjusted by
+    m = 2, not by the whole table's 8 (hand-computed: the sign test's is the larger of two, so
+    its p Holm is 1 x 1/256 = 0.0039, where the whole table gave 3 x 1/256 = 0.012, test
+    above)."""
+    write_runs(tmp_path)
+    control = claims.OUR_CONTROLS
+    split = [replace(c, family=control) if i in (0, 6) else c for i, c in enumerate(CLAIMS)]
+    lines = claims.claims_table(split, tmp_path).strip().splitlines()[2:]
+    cells = [[c.strip() for c in line.strip("|").split(" | ")] for line in lines]
+    assert "sign test p = 0.0039; p Holm = 0.0039 (family our controls, m = 2)" in cells[6][2]
+    assert cells[5][2].endswith(f"(family {claims.PAPER_CLAIMS}, m = 6); code unknown (before "
+                                "provenance)")  # fmt: skip
+    assert "p Holm" not in cells[4][2]  # not tested: in no family
+
+
+def test_a_failure_claim_gives_the_rates_and_the_grok_steps_of_each_group(tmp_path: Path) -> None:
+    """A ``fails`` claim: the success rates, Fisher's p, and the steps of the runs that
+    grokked (the ones against the claim); one grokking run: not in the paper's direction."""
+    write_runs(tmp_path)
+    claim = Claim("Tiny fails", "fails", "mysweep", norm("tiny"), norm("none"), "fails")
+    (line,) = claims.claims_table([claim], tmp_path).strip().splitlines()[2:]
+    cells = [c.strip() for c in line.strip("|").split(" | ")]
+    assert cells[2].startswith("grokked at 0.95: 0/8 (norm=none) vs 3/3 (norm=tiny); Fisher p")
+    assert "; grok steps norm=tiny: 300, 300, 300; norm=none: none;" in cells[2]
+    assert cells[5] == "**not tested** (the baseline does not grok within the budget)"
+    claim = replace(claim, group=norm("sphere"), baseline=norm("tiny"))
+    (line,) = claims.claims_table([claim], tmp_path).strip().splitlines()[2:]
+    assert "**not in the paper's direction** (8/8 grokked where the claim says" in line
+
+
+def test_the_report_puts_controls_and_grokfast_apart_from_the_paper_claims() -> None:
+    """Rules v4's families: a row the paper does not claim (our control) or a Grokfast row
+    is never in the paper claims' family; every other row is."""
+    for claim in claims.CLAIMS:
+        assert claim.family in claims.FAMILIES, claim.text
+        if claim.paper == claims.CONTROL:
+            assert claim.family == claims.OUR_CONTROLS, claim.text
+        elif "grokfast" in claim.sweep:
+            assert claim.family == claims.GROKFAST_ROWS, claim.text
+        else:
+            assert claim.family == claims.PAPER_CLAIMS, claim.text
 
 
 def test_writing_twice_gives_the_same_report(tmp_path: Path) -> None:

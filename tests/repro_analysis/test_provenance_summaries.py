@@ -1,6 +1,7 @@
-"""analysis.provenance_summaries: every committed run summary row names its code commit and
-sweepgrok
-version, copied from a sweep's real Parquet run rows, or marked unknown, never guessed."""
+"""analysis.provenance_summaries: every committed run summary row names its code commit, dirty
+flag, versions, torch build and device, copied from a sweep's real Parquet run rows, or filled
+from what the summary itself says, or marked unknown, never guessed; a train summary gets its
+config from its trial file only when that file gives every run id."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import provenance_summaries as provenance
+from sweepgrok.config.trial import Config, config_hash, load_config, update
 from sweepgrok.store.sink import read_runs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,15 +49,88 @@ def test_code_versions_names_a_mix() -> None:
 
 
 def test_marking_unknown_keeps_every_other_character(tmp_path: Path) -> None:
-    path = tmp_path / "runs.csv"
+    path = tmp_path / "somewhere" / "runs.csv"
+    path.parent.mkdir()
     text = 'run_id,steps,betas,git_commit\nr1,500,"[0.9, 0.98]",abc\nr2,,"[0.9, 0.98]",\n'
     path.write_text(text)
     provenance.mark_unknown(path)
-    u = provenance.UNKNOWN
+    u, n = provenance.UNKNOWN, provenance.NOT_RECORDED
+    new = "git_dirty,sweepgrok_version,torch_version,torch_build,device,device_name"
+    rest = f"{n},{u},{n},{n},{n},{n}"  # sweepgrok_version is code: 'before provenance'
+    assert new == ",".join(c for c in provenance.COLUMNS if c != "git_commit")
     assert path.read_text() == (
-        f"run_id,steps,betas,git_commit,sweepgrok_version\n"
-        f'r1,500,"[0.9, 0.98]",abc,{u}\nr2,,"[0.9, 0.98]",{u},{u}\n'
+        f"run_id,steps,betas,git_commit,{new}\n"
+        f'r1,500,"[0.9, 0.98]",abc,{rest}\nr2,,"[0.9, 0.98]",{u},{rest}\n'
     )
+
+
+def test_the_backfill_takes_only_what_the_summary_says(tmp_path: Path) -> None:
+    """A GPU's name in an older train summary's device column becomes device_name on cuda; a
+    summary named *_cpu ran on cpu (its CPU's model still unknown); nothing else is filled."""
+    n = provenance.NOT_RECORDED
+    gpu = provenance.backfill({"device": "NVIDIA H200", "device_name": ""}, "paper1_x_h200")
+    assert (gpu["device"], gpu["device_name"]) == ("cuda", "NVIDIA H200")
+    cpu = provenance.backfill({"device": "", "device_name": "", "torch_version": ""}, "a_cpu")
+    assert cpu == {"device": "cpu", "device_name": n, "torch_version": n}
+    other = provenance.backfill({"device": "", "git_dirty": "", "steps": ""}, "accelerators")
+    assert other == {"device": n, "git_dirty": n, "steps": ""}  # not a provenance column: kept
+    kept = provenance.backfill({"device": "cpu", "git_dirty": "False"}, "x")
+    assert kept == {"device": "cpu", "git_dirty": "False"}
+
+
+def quick_train_summary(path: Path, seeds: list[int]) -> Config:
+    """A runs.csv as an older train summary held it (run_id, train.seed, model.norm, outcome)
+    for trial_quick.yaml's seeds, the run ids the trainer gives them."""
+    from sweepgrok.train.trainer import _member_config
+
+    trial = load_config(ROOT / "search_spaces" / "trials" / "trial_quick.yaml")
+    cfg = update(trial, {"train.seeds": seeds})
+    ids = [config_hash(_member_config(cfg, s)) for s in seeds]
+    rows = {"run_id": ids, "train.seed": seeds, "model.norm": [cfg.model.norm] * len(seeds),
+            "grok_step": [500.0] * len(seeds), "device": ["NVIDIA H200"] * len(seeds)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return trial
+
+
+def test_a_train_summary_gets_the_config_its_trial_file_gives_every_run_id(tmp_path) -> None:
+    path = tmp_path / "train_h200" / "runs.csv"
+    trial = quick_train_summary(path, [3, 7])
+    provenance.add_train_config(path, trial)
+    provenance.mark_unknown(path)
+    runs = pd.read_csv(path)
+    member = trial.member(7)
+    assert runs.loc[1, "task.p"] == member.task.p and runs.loc[1, "model.d_model"] == (
+        member.model.d_model
+    )
+    assert runs["optim.betas"].tolist() == [str(list(member.optim.betas))] * 2
+    assert runs["task.data_seed"].tolist() == [0, 0]  # the quick trial's split is fixed
+    assert runs["device_name"].tolist() == ["NVIDIA H200"] * 2
+    sphere = pd.read_csv(ROOT / "analysis" / "reproduction" / "paper1_sphere" / "runs.csv")
+    assert {c for c in sphere if "." in c} <= set(runs)
+
+
+def test_a_trial_file_that_does_not_give_the_run_ids_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "t" / "runs.csv"
+    quick_train_summary(path, [3, 7])
+    before = path.read_text()
+    other = ROOT / "search_spaces" / "trials" / "trial_sphere113.yaml"
+    cmd = [sys.executable, "-m", "analysis.provenance_summaries", "--config", str(other),
+           str(path.parent)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: ")
+    assert "the trial file does not give run ids" in proc.stderr
+    assert path.read_text() == before
+
+
+def test_the_committed_train_summary_has_every_config_column_the_reports_have() -> None:
+    """paper1_layernorm_h200 can be filtered like every other summary (its config checked
+    against its ten run ids when it was written)."""
+    h200 = pd.read_csv(ROOT / "analysis" / "reproduction" / "paper1_layernorm_h200" / "runs.csv")
+    sphere = pd.read_csv(ROOT / "analysis" / "reproduction" / "paper1_sphere" / "runs.csv")
+    assert {c for c in sphere if "." in c} <= set(h200)
+    assert (h200["task.p"] == 113).all() and (h200["optim.lr"] == 1e-4).all()
+    assert set(h200["device"]) == {"cuda"} and set(h200["device_name"]) == {"NVIDIA H200"}
 
 
 def test_the_cli_writes_the_columns_and_exits_2_on_a_missing_summary(tmp_path: Path) -> None:

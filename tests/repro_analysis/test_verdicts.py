@@ -1,4 +1,4 @@
-"""analysis.verdicts: every branch of every kind of the report's verdict rules (version 3), on
+"""analysis.verdicts: every branch of every kind of the report's verdict rules (version 4), on
 hand-built rows, with the boundaries the rules draw (n 8 vs 7, p Holm 0.05, a CI touching 1 or
 the margin, a point estimate outside its own CI, the paper's factor on a CI end, a group that
 fails where the baseline succeeds), and the p-values of the tests the rules name against
@@ -7,6 +7,7 @@ hand-computed values."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from math import comb, inf, nan
 
 import numpy as np
@@ -225,6 +226,22 @@ def test_equal_contradicted_needs_the_whole_ci_strictly_outside_and_p() -> None:
     )
 
 
+def test_an_equivalence_with_its_whole_ci_on_one_side_of_one_says_so() -> None:
+    """d* 64 at t_s 2000: CI [0.807, 0.923] inside the margin but below 1, the group slower;
+    a CI spanning 1 adds nothing; a measure's ratio names the group's median (v4)."""
+    v = verdict(row("equal", estimate=0.87, lo=0.807, hi=0.9231))
+    slower = "the whole CI below 1: the group groks slower"
+    assert v == verdicts.Verdict(REPRODUCED, f"CI [0.807, 0.9231] inside (0.8, 1.25); {slower}")
+    v = verdict(row("equal", estimate=1.1, lo=1.05, hi=1.3))
+    faster = "the whole CI above 1: the group groks faster"
+    assert v == verdicts.Verdict(DIRECTION_ONLY, f"CI [1.05, 1.3] not inside (0.8, 1.25); {faster}")
+    assert verdict(row("equal", estimate=1.0, lo=0.9, hi=1.1)).reason == (
+        "CI [0.9, 1.1] inside (0.8, 1.25)"
+    )
+    v = verdict(row("measure", expect="equal", estimate=0.9, lo=0.85, hi=0.95))
+    assert v.reason.endswith("; the whole CI below 1: the group's median larger")
+
+
 def test_equal_not_tested() -> None:
     assert verdict(row("equal", estimate=nan)).verdict == NOT_TESTED
     assert verdict(row("equal", estimate=1.0, n_baseline=0)).reason == "n = 0 < 2"
@@ -293,6 +310,42 @@ def test_success_not_in_the_papers_direction() -> None:
     assert v == verdicts.Verdict(NOT_IN_DIRECTION, reason)
     v = verdict(success(5, 5, p_holm=0.9))
     assert v == verdicts.Verdict(NOT_IN_DIRECTION, "5/8 vs 5/8: not above the baseline's rate")
+
+
+def fails(k: int, kb: int, n: int = 8, nb: int = 8, **kw) -> Row:
+    p = verdicts.fisher_p(k, n, kb, nb)
+    return row("fails", n_group=n, n_baseline=nb, k_group=k, k_baseline=kb, p=p, **kw)
+
+
+def test_a_failure_claim_is_against_any_grokking_run_of_the_group() -> None:
+    """S5 v3: the sphere grokked 3/8 where LayerNorm grokked 5/8: a lower rate, but a grok
+    refutes 'fails' (a run without one is only censored), so not in the paper's direction."""
+    v = verdict(fails(3, 5, p_holm=1.0))
+    reason = "3/8 grokked where the claim says the group fails (3/8 vs 5/8); p Holm = 1"
+    assert v == verdicts.Verdict(NOT_IN_DIRECTION, reason)
+    assert verdict(fails(1, 8, p_holm=0.01)).verdict == NOT_IN_DIRECTION
+
+
+def test_a_failure_claim_reproduced_needs_no_group_grok_n_and_p() -> None:
+    """0/8 against 8/8: Fisher p = 2 / 12,870 (hand-computed above)."""
+    none = verdicts.adjust([fails(0, 8)])[0]
+    assert none.p_holm == pytest.approx(2 / 12870)
+    assert verdict(none) == verdicts.Verdict(REPRODUCED, "p Holm = 0.00016; 0/8 vs 8/8")
+    assert verdict(fails(0, 8, n=7)) == verdicts.Verdict(DIRECTION_ONLY, "n = 7 < 8")
+    assert verdict(fails(0, 2, p_holm=0.47)) == verdicts.Verdict(DIRECTION_ONLY, "p Holm = 0.47")
+
+
+def test_a_failure_claim_contradicted_and_not_tested() -> None:
+    v = verdict(fails(8, 2, p_holm=0.001))
+    above = "8/8 vs 2/8: above the baseline's rate"
+    assert v == verdicts.Verdict(CONTRADICTED, f"p Holm = 0.001; {above}")
+    assert verdict(fails(7, 2, n=7, p_holm=0.001)).verdict == NOT_IN_DIRECTION
+    untested = fails(3, 0)
+    assert verdict(untested) == verdicts.Verdict(
+        NOT_TESTED, "the baseline does not grok within the budget"
+    )
+    assert not verdicts.is_tested(untested)
+    assert verdict(fails(0, 8, n=1)).verdict == NOT_TESTED
 
 
 # ---------------------------------------------------------------- per-run measures
@@ -371,16 +424,22 @@ def test_precedes_branches() -> None:
 # ---------------------------------------------------------------- Fourier features
 
 
+TESTED = "tested: concentration above chance, not which frequencies"
+
+
 def test_fourier_needs_every_run_above_the_floor_and_the_equivalence() -> None:
+    """Every Fourier verdict says it tested concentration, not the same frequencies (v4)."""
     ok = {"estimate": 1.0, "lo": 0.9, "hi": 1.1}
-    assert verdict(row("fourier", lowest=0.5, **ok)).verdict == REPRODUCED
+    v = verdict(row("fourier", lowest=0.5, **ok))
+    assert v == verdicts.Verdict(REPRODUCED, f"{TESTED}; CI [0.9, 1.1] inside (0.8, 1.25)")
     v = verdict(row("fourier", lowest=0.4, **ok))
-    assert v == verdicts.Verdict(DIRECTION_ONLY, "lowest concentration 0.40 < 0.5")
+    assert v == verdicts.Verdict(DIRECTION_ONLY, f"{TESTED}; lowest concentration 0.40 < 0.5")
     v = verdict(row("fourier", lowest=0.4, n_group=7, **ok))
-    assert v == verdicts.Verdict(DIRECTION_ONLY, "n = 7 < 8; lowest concentration 0.40 < 0.5")
-    assert verdict(row("fourier", lowest=0.9, estimate=2.0, lo=1.5, hi=3.0)).verdict == (
-        CONTRADICTED
+    assert v == verdicts.Verdict(
+        DIRECTION_ONLY, f"{TESTED}; n = 7 < 8; lowest concentration 0.40 < 0.5"
     )
+    v = verdict(row("fourier", lowest=0.9, estimate=2.0, lo=1.5, hi=3.0))
+    assert v.verdict == CONTRADICTED and v.reason.startswith(f"{TESTED}; p Holm = ")
     v = verdict(row("fourier", lowest=nan, **ok))
     assert v == verdicts.Verdict(NOT_TESTED, "no concentration recorded")
 
@@ -431,6 +490,7 @@ def test_from_table_maps_a_comparison_row() -> None:
     assert not r.baseline_censored and not r.group_censored
     success_row = table_rows(runs, "success")
     assert success_row.p == pytest.approx(verdicts.fisher_p(6, 8, 8, 8))
+    assert table_rows(runs, "fails").p == pytest.approx(verdicts.fisher_p(6, 8, 8, 8))
 
 
 def test_from_table_flags_a_censored_baseline_and_its_bound() -> None:
@@ -461,3 +521,27 @@ def test_holm_runs_over_the_tested_rows_at_once() -> None:
     more = verdicts.adjust([*rows[:3], row(estimate=2.0, lo=1.5, hi=3.0, p=0.5)])
     assert [verdict(r).verdict for r in more] == [DIRECTION_REPRODUCED] + [DIRECTION_ONLY] * 3
     assert [r.p_holm for r in more] == pytest.approx([0.04, 0.06, 0.06, 0.5])
+
+
+def test_holm_runs_within_each_family_apart() -> None:
+    """Two families, hand-computed: paper p = (0.01, 0.04) -> Holm (2 x 0.01, max(0.02,
+    1 x 0.04)) = (0.02, 0.04); controls p = (0.001, 0.03, 0.2) -> (3 x 0.001, 2 x 0.03, 1 x
+    0.2) = (0.003, 0.06, 0.2). Adjusted as one family of 5 (sorted 0.001, 0.01, 0.03, 0.04,
+    0.2) the paper's 0.04 would be max(5 x 0.001, 4 x 0.01, 3 x 0.03, 2 x 0.04) = 0.09 and its
+    verdict would not pass."""
+    fast = {"estimate": 2.0, "lo": 1.5, "hi": 3.0, "p_holm": nan}
+    rows = [
+        row(p=0.01, family="paper", **fast),
+        row(p=0.001, family="controls", **fast),
+        row(p=0.04, family="paper", **fast),
+        row(p=0.03, family="controls", **fast),
+        row(p=0.2, family="controls", **fast),
+        row(n_group=1, p=0.0001, family="paper", **fast),  # not tested: in no adjustment
+    ]
+    adjusted = verdicts.adjust(rows)
+    assert [r.p_holm for r in adjusted[:5]] == pytest.approx([0.02, 0.003, 0.04, 0.06, 0.2])
+    assert math.isnan(adjusted[5].p_holm)
+    assert verdict(adjusted[2]).verdict == DIRECTION_REPRODUCED
+    one = verdicts.adjust([replace(r, family="") for r in rows])
+    assert one[2].p_holm == pytest.approx(0.09) and verdict(one[2]).verdict == DIRECTION_ONLY
+    assert verdicts.family_sizes(adjusted) == {"paper": 2, "controls": 3}

@@ -91,11 +91,18 @@ def test_a_new_key_set_to_another_value_changes_the_id(new: dict[str, Any]) -> N
     assert len(ids) == 2
 
 
+LATER_CHANGE = {"model.norm_eps": 1e-8}
+"""A non-default value of each number key added since 0.1.0 (a bool or a Literal gets one
+from its type)."""
+
+
 def another_value(key: str) -> Any:
-    """A valid non-default value of `key`: ONE_CHANGE's (keys of 0.1.0), else the negated
-    default of a bool or another choice of a Literal (a key added since)."""
+    """A valid non-default value of `key`: ONE_CHANGE's (keys of 0.1.0), LATER_CHANGE's, else
+    the negated default of a bool or another choice of a Literal (a key added since)."""
     if key in ONE_CHANGE:
         return ONE_CHANGE[key]
+    if key in LATER_CHANGE:
+        return LATER_CHANGE[key]
     section, _, field = key.partition(".")
     info = SECTIONS[section].model_fields[field]
     if isinstance(info.default, bool):

@@ -101,6 +101,28 @@ def test_unknown_norm_kind_raises_instead_of_falling_back():
         norm(h)
 
 
+def test_norm_eps_is_the_epsilon_of_rmsnorm_and_layernorm_against_a_hand_computation():
+    """h = (0.003, 0.004), float64, gain 1: RMSNorm's mean square is 1.25e-5, so with eps 1e-5
+    h_i / sqrt(2.25e-5) = (sqrt(0.4), sqrt(16 / 22.5)) = (0.6324555, 0.8432740), and with paper 1's
+    notebook's 1e-8 h_i / sqrt(1.251e-5) = (0.8481889, 1.1309186). LayerNorm on (0.001, -0.001):
+    mean 0, variance 1e-6, so h / sqrt(1.1e-5) = +-0.3015113 and h / sqrt(1.01e-6) = +-0.9950372."""
+    h = torch.tensor([[[0.003, 0.004]]], dtype=torch.float64)
+    rms = {eps: Norm("rmsnorm", 1, 2, eps).double() for eps in (1e-5, 1e-8)}
+    assert rms[1e-5](h).flatten().tolist() == pytest.approx([0.6324555, 0.8432740], rel=1e-6)
+    assert rms[1e-8](h).flatten().tolist() == pytest.approx([0.8481889, 1.1309186], rel=1e-6)
+    centred = torch.tensor([[[0.001, -0.001]]], dtype=torch.float64)
+    ln = {eps: Norm("layernorm", 1, 2, eps).double() for eps in (1e-5, 1e-8)}
+    assert ln[1e-5](centred).flatten().tolist() == pytest.approx([0.3015113, -0.3015113], rel=1e-6)
+    assert ln[1e-8](centred).flatten().tolist() == pytest.approx([0.9950372, -0.9950372], rel=1e-6)
+
+
+def test_model_norm_eps_reaches_every_norm_of_the_model_and_defaults_to_1e_5():
+    for flat, eps in (({}, 1e-5), ({"model.norm_eps": 1e-8}, 1e-8)):
+        model = build_model(from_flat({**P1, "model.norm": "rmsnorm", **flat}), seeds=[0])
+        norms = [m for m in model.modules() if isinstance(m, Norm)]
+        assert len(norms) == 3 and all(n.eps == eps for n in norms)
+
+
 @pytest.mark.parametrize("feature_shape", [(5,), (2, 3)], ids=["rows", "blocks"])
 def test_one_hot_lookup_equals_index_select_with_its_gradient(feature_shape):
     # The CUDA lookup (a product with one-hot rows) against the index_select one, forward and
