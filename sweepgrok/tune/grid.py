@@ -287,8 +287,17 @@ def run_tuner(tuner: tune.Tuner, total: int, callback: ParquetCallback) -> Outco
 
 
 def stop_heartbeat(heartbeat: Heartbeat, callback: ParquetCallback, total: int) -> None:
-    """The driver's last heartbeat: ended when every trial ended, else interrupted."""
-    heartbeat.stop("ended" if callback.all_ended(total) else "interrupted")
+    """The driver's last heartbeat: ended when every trial ended, else interrupted; its counts
+    are those `sweepgrok status` reads from the folder now (sweepstatus.stopped_counts: the
+    same function), else, if the folder cannot be read, the callback's own."""
+    from sweepgrok.analysis.sweepstatus import stopped_counts
+
+    try:
+        counts = stopped_counts(Path(callback.sweep_dir))
+    except Exception:  # a record of the counts must not fail the driver's stop
+        log.warning("could not read the sweep folder's trial counts", exc_info=True)
+        counts = None
+    heartbeat.stop("ended" if callback.all_ended(total) else "interrupted", counts)
 
 
 def launch_grid(
