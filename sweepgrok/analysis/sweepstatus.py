@@ -26,8 +26,8 @@ alive, the counts are the ones it holds (what runs is what Ray runs, not a snaps
 When it is gone (it stopped on Ctrl-C or SIGTERM, or it was killed: its heartbeat is stale or
 its pid is not alive on this host) nothing runs: the trials the folder still calls running are
 **interrupted** (``--resume`` continues them), the sweep is "interrupted (driver not running
-since HH:MM)" while any trial is unfinished, and there is no time-left estimate; the total is
-at least the driver's (a search's ``--num-samples``). A folder without a heartbeat (an older
+since HH:MM)" while any trial is unfinished, and there is no time-left estimate; a search's
+total is at least its driver's (``--num-samples``). A folder without a heartbeat (an older
 version's) is read as before. A driver that stops reads its folder this way too
 (``driver_stopped``): the counts its last heartbeat and its interrupted line give are the ones
 ``status`` gives afterwards.
@@ -319,13 +319,26 @@ def planned_thresholds(spec: Any) -> pd.DataFrame:
     return pd.DataFrame({key: [v for v in values if v is not None]}, dtype=float)
 
 
-def read_status(
+@dataclass
+class Counted:
+    """A sweep folder's trials, counted (what read_status builds on)."""
+
+    kind: str
+    spec: Any
+    runs: pd.DataFrame
+    trials: list[Trial]
+    total: int
+    counts: dict[str, int]
+    driver: dict[str, Any] | None
+    search: dict[str, Any] | None
+    notes: list[str]
+
+
+def count_trials(
     sweep_dir: Path, *, skip_damaged: bool = False, driver_stopped: bool = False
-) -> SweepStatus:
-    """The status of one sweep folder. Raises NotASweep, sweepgrok.store.parts.DamagedPart (unless
-    `skip_damaged`), ConfigError for a damaged study record. `driver_stopped`: read as if the
-    driver had stopped (the driver itself, as it stops; see the module doc)."""
-    from sweepgrok.analysis import stats
+) -> Counted:
+    """The folder's trials and their counts (see the module doc), without the statistics of
+    read_status (no scipy: a driver that stops calls it). Raises as read_status does."""
     from sweepgrok.store.sink import read_runs
 
     if not sweep_dir.is_dir() or not holds_sweep(sweep_dir):
@@ -350,16 +363,30 @@ def read_status(
     counts["pending"] += max(0, total - len(trials))
     counts["interrupted"] = 0
     total = max(total, len(trials))
-    counts, total, driver = with_driver(sweep_dir, counts, total, time.time(), driver_stopped)
-    threshold = stats.default_threshold(runs if len(runs) else planned_thresholds(spec))
-    groups = group_rows(runs, group_keys(kind, spec, runs), threshold) if len(runs) else []
-    mean, left = time_left(trials, counts)
+    counts, total, driver = with_driver(sweep_dir, counts, total, time.time(), driver_stopped,
+                                        search=kind == "search")
+    return Counted(kind, spec, runs, trials, total, counts, driver, search, notes)
+
+
+def read_status(
+    sweep_dir: Path, *, skip_damaged: bool = False, driver_stopped: bool = False
+) -> SweepStatus:
+    """The status of one sweep folder. Raises NotASweep, sweepgrok.store.parts.DamagedPart (unless
+    `skip_damaged`), ConfigError for a damaged study record. `driver_stopped`: read as if the
+    driver had stopped (the driver itself, as it stops; see the module doc)."""
+    from sweepgrok.analysis import stats
+
+    c = count_trials(sweep_dir, skip_damaged=skip_damaged, driver_stopped=driver_stopped)
+    runs, counts, driver = c.runs, c.counts, c.driver
+    threshold = stats.default_threshold(runs if len(runs) else planned_thresholds(c.spec))
+    groups = group_rows(runs, group_keys(c.kind, c.spec, runs), threshold) if len(runs) else []
+    mean, left = time_left(c.trials, counts)
     if driver is not None and driver["state"] != "running":
         left = None if counts["pending"] + counts["interrupted"] else 0.0
     return SweepStatus(
         sweep_dir=sweep_dir,
-        kind=kind,
-        total=total,
+        kind=c.kind,
+        total=c.total,
         counts=counts,
         runs=len(runs),
         grokked=sum(g["grokked"] for g in groups),
@@ -368,17 +395,23 @@ def read_status(
         last_write=last_write(sweep_dir),
         mean_trial_s=mean,
         time_left_s=left,
-        search=search,
-        notes=notes,
+        search=c.search,
+        notes=c.notes,
         driver=driver,
     )
 
 
 def with_driver(
-    sweep_dir: Path, counts: dict[str, int], total: int, now: float, stopped: bool = False
+    sweep_dir: Path,
+    counts: dict[str, int],
+    total: int,
+    now: float,
+    stopped: bool = False,
+    search: bool = False,
 ) -> tuple[dict[str, int], int, dict[str, Any] | None]:
     """(counts, total, driver) corrected by the driver's heartbeat (see the module doc);
-    `stopped`: the driver is taken as stopped whatever its heartbeat says."""
+    `stopped`: the driver is taken as stopped whatever its heartbeat says; `search`: a stopped
+    driver's total counts (its --num-samples)."""
     doc = heartbeat.read(sweep_dir)
     if doc is None:
         return counts, total, None
@@ -388,7 +421,8 @@ def with_driver(
         live = heartbeat.counts(doc)
         return live, max(int(doc.get("total") or 0), sum(live.values())), {
             **driver, "state": "running"}
-    more = max(0, int(doc.get("total") or 0) - total)  # a search's --num-samples above the file's
+    # A search's --num-samples above the file's: the trials the command was to run.
+    more = max(0, int(doc.get("total") or 0) - total) if search else 0
     total += more
     counts = {**counts, "interrupted": counts["running"], "running": 0,
               "pending": counts["pending"] + more}
@@ -397,9 +431,10 @@ def with_driver(
 
 
 def stopped_counts(sweep_dir: Path) -> dict[str, int]:
-    """The trial counts `status` gives once the sweep's driver stopped (read_status with
-    `driver_stopped`; damaged parts skipped): what a stopping driver records and says."""
-    return read_status(sweep_dir, skip_damaged=True, driver_stopped=True).counts
+    """The trial counts `status` gives once the sweep's driver stopped (count_trials, which
+    read_status counts with, with `driver_stopped`; damaged parts skipped): what a stopping
+    driver records and says."""
+    return count_trials(sweep_dir, skip_damaged=True, driver_stopped=True).counts
 
 
 def as_json(status: SweepStatus, now: float) -> dict[str, Any]:

@@ -194,8 +194,10 @@ class ParquetCallback(tune.Callback):
         waiting for its resources: only a trial that ended here, or had ended before this
         session, is done."""
         status = str(trial.status)
+        if status != "TERMINATED" or not (self._started or self._first_seen):
+            return status  # no trial seen in this session (none started): Tune's word
         tid = _tune_id(trial)
-        if status != "TERMINATED" or tid in self._ended_here:
+        if tid in self._ended_here:
             return status
         if tid in self._started:
             return "INTERRUPTED"

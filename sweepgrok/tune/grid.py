@@ -152,6 +152,25 @@ def start_ray(
                 **common,
             )
     interrupt.reinstall()  # ray.init put its own SIGTERM handler in place of sweepgrok's
+    skip_callback_usage_tag()
+
+
+def skip_callback_usage_tag() -> None:
+    """With Ray's usage statistics off (QUIET_ENV's default), skip the usage tag Tune's fit
+    records of the callbacks it was given: to name them it imports Ray's MLflow, W&B, Comet and
+    Aim integrations, and through them mlflow and wandb where installed, before the first trial
+    (~2 s of CPU, bench_startup), for a tag that is never sent. Usage statistics on: left alone."""
+    if os.environ.get("RAY_USAGE_STATS_ENABLED") != "0":
+        return
+    from ray.air._internal import usage
+
+    if callable(getattr(usage, "tag_callbacks", None)):
+        usage.tag_callbacks = _no_usage_tag  # type: ignore[assignment]
+
+
+def _no_usage_tag(callbacks: Any) -> bool:
+    """Stands in for ray.air._internal.usage.tag_callbacks: records nothing."""
+    return False
 
 
 REUSE_ACTORS = True
