@@ -12,9 +12,9 @@ the trustworthy one on a contended machine):
 - ``launch``: ``sweepgrok launch`` of a 1-trial grid of that trial, with its phases read
   from the sweep folder as it appears (polled every 20 ms): the driver's heartbeat
   (``driver.json``: the command's imports done, Ray not started), Tune's folder (``tune/``:
-  Ray started, the fit begun), the heartbeat's first started trial (a worker holds it), the
-  trial's run row (its training ran), the exit (Ray shut down). Its CPU time counts the
-  driver only: Ray's processes are not its children.
+  Ray started, the fit begun), the heartbeat's first started trial (when the driver hears of
+  it: for a 1-step trial, about when it ended), the trial's run row, the exit (Ray shut
+  down). Its CPU time counts the driver only: Ray's processes are not its children.
 
 Several ``--root`` checkouts (an earlier commit's copy beside this one) are timed side by side,
 round-robin, ``--repeats`` rounds; medians are printed per root. Run it on a quiet machine for
