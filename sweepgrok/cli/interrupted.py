@@ -62,9 +62,7 @@ def interrupted_exit(sweep_dir: Path, command: str) -> typer.Exit:
     """Print the one line and return the exit (130 / 143) to raise. The counts are those
     `sweepgrok status` gives now that the driver stopped (sweepstatus.stopped_counts), the ones
     the driver's last heartbeat holds."""
-    from sweepgrok.analysis.sweepstatus import stopped_counts
-
-    counts = stopped_counts(sweep_dir)
+    counts = _counts_now(sweep_dir)
     what = kept(counts)
     if counts.get("pending", 0) + counts.get("interrupted", 0) + counts.get("running", 0) == 0:
         line = interrupt.continue_line(f"{what}; every trial had ended, rows in {sweep_dir}")
@@ -73,3 +71,16 @@ def interrupted_exit(sweep_dir: Path, command: str) -> typer.Exit:
         line = interrupt.continue_line(kept_rows, command)
     typer.echo(line, err=True)
     return typer.Exit(code=interrupt.exit_code())
+
+
+def _counts_now(sweep_dir: Path) -> dict[str, int]:
+    """sweepstatus.stopped_counts; if the folder cannot be read, the counts of the driver's
+    last heartbeat (the callback's own then): the line must not fail the stopped command."""
+    from sweepgrok.analysis.sweepstatus import stopped_counts
+    from sweepgrok.store import heartbeat
+
+    try:
+        return stopped_counts(sweep_dir)
+    except Exception:
+        doc = heartbeat.read(sweep_dir)
+        return heartbeat.counts(doc) if doc is not None else {}

@@ -195,6 +195,22 @@ def test_continue_command_keeps_the_options_that_matter(tmp_path: Path) -> None:
         "2 of 4 trials finished, 1 of them failed, 1 interrupted, 1 not started")
 
 
+def test_the_line_falls_back_on_the_drivers_heartbeat_when_the_folder_cannot_be_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The folder's counts cannot be read (here: no sweep in it): the driver's last heartbeat
+    gives them, and the stopped command still says its line."""
+    from sweepgrok.cli.interrupted import interrupted_exit
+    from sweepgrok.store.heartbeat import Heartbeat
+
+    beat = Heartbeat(tmp_path, "launch", 3)
+    beat.update({"done": 1, "running": 1, "pending": 1})
+    beat.stop("interrupted", {"done": 1, "interrupted": 1, "pending": 1})
+    assert interrupted_exit(tmp_path, "sweepgrok launch g.yaml --resume").exit_code == 130
+    assert capsys.readouterr().err.startswith(
+        "interrupted (nothing): 1 of 3 trials finished, 1 interrupted, 1 not started; ")
+
+
 # ---- the driver callback: a trial Tune stops is interrupted, not done ------------------------
 
 
