@@ -9,6 +9,8 @@ What each trial state means, and where it is read from:
 - **failed**: a run row says ``failed`` and Tune no longer runs the trial, or Tune says ERROR;
   a search's: Optuna FAIL. ``--resume`` re-runs them.
 - **running**: Tune's snapshot (or Optuna) says RUNNING and not all its run rows are written.
+  A search's trial that Optuna calls RUNNING but Tune's snapshot PENDING (sampled, waiting for
+  resources) is pending.
   A driver that was killed leaves its trials RUNNING in the snapshot: the last write time
   tells a stalled sweep from a running one.
 - **pending**: every other trial of the sweep file (``sweep.yaml``: a grid's trials, a
@@ -24,8 +26,11 @@ alive, the counts are the ones it holds (what runs is what Ray runs, not a snaps
 When it is gone (it stopped on Ctrl-C or SIGTERM, or it was killed: its heartbeat is stale or
 its pid is not alive on this host) nothing runs: the trials the folder still calls running are
 **interrupted** (``--resume`` continues them), the sweep is "interrupted (driver not running
-since HH:MM)" while any trial is unfinished, and there is no time-left estimate. A folder
-without a heartbeat (an older version's) is read as before.
+since HH:MM)" while any trial is unfinished, and there is no time-left estimate; a search's
+total is at least its driver's (``--num-samples``). A folder without a heartbeat (an older
+version's) is read as before. A driver that stops reads its folder this way too
+(``driver_stopped``): the counts its last heartbeat and its interrupted line give are the ones
+``status`` gives afterwards.
 
 Runs and grok steps come from ``runs/`` only (one row per run, written when it ends; no
 metrics are read): a group's ``grok_median`` is the median grok step of its runs that grokked
@@ -147,11 +152,13 @@ def tune_trials(sweep_dir: Path) -> list[dict[str, Any]]:
 
 def _tune_trial(meta: Mapping[str, Any], run: Mapping[str, Any]) -> dict[str, Any]:
     last = run.get("last_result") or {}
+    config = meta.get("config") or {}
     return {
         "trial_id": str(meta["trial_id"]),
         "status": str(meta.get("status")),
         "seconds": last.get("time_total_s"),
-        "n_runs": seed_count((meta.get("config") or {}).get("cfg", {})),
+        "n_runs": seed_count(config.get("cfg", {})),
+        "optuna_trial": (config.get("sweep") or {}).get("optuna_trial"),
     }
 
 
@@ -195,9 +202,13 @@ def search_trials(sweep_dir: Path) -> tuple[list[Trial], dict[str, Any] | None]:
         study = studies.load_study(record)
     except KeyError:  # optuna: the study is not in its storage yet
         return [], None
+    # Sampled by Optuna (RUNNING there) but never started: Tune's snapshot says PENDING.
+    waiting = {t["optuna_trial"] for t in tune_trials(sweep_dir) if t["status"] == "PENDING"}
     trials = []
     for t in study.get_trials(deepcopy=False):
         state = OPTUNA_STATES.get(t.state.name, "pending")
+        if state == "running" and t.number in waiting:
+            state = "pending"
         seconds = None
         if t.datetime_start and t.datetime_complete:
             seconds = (t.datetime_complete - t.datetime_start).total_seconds()
@@ -308,10 +319,26 @@ def planned_thresholds(spec: Any) -> pd.DataFrame:
     return pd.DataFrame({key: [v for v in values if v is not None]}, dtype=float)
 
 
-def read_status(sweep_dir: Path, *, skip_damaged: bool = False) -> SweepStatus:
-    """The status of one sweep folder. Raises NotASweep, sweepgrok.store.parts.DamagedPart (unless
-    `skip_damaged`), ConfigError for a damaged study record."""
-    from sweepgrok.analysis import stats
+@dataclass
+class Counted:
+    """A sweep folder's trials, counted (what read_status builds on)."""
+
+    kind: str
+    spec: Any
+    runs: pd.DataFrame
+    trials: list[Trial]
+    total: int
+    counts: dict[str, int]
+    driver: dict[str, Any] | None
+    search: dict[str, Any] | None
+    notes: list[str]
+
+
+def count_trials(
+    sweep_dir: Path, *, skip_damaged: bool = False, driver_stopped: bool = False
+) -> Counted:
+    """The folder's trials and their counts (see the module doc), without the statistics of
+    read_status (no scipy: a driver that stops calls it). Raises as read_status does."""
     from sweepgrok.store.sink import read_runs
 
     if not sweep_dir.is_dir() or not holds_sweep(sweep_dir):
@@ -336,16 +363,30 @@ def read_status(sweep_dir: Path, *, skip_damaged: bool = False) -> SweepStatus:
     counts["pending"] += max(0, total - len(trials))
     counts["interrupted"] = 0
     total = max(total, len(trials))
-    counts, total, driver = with_driver(sweep_dir, counts, total, time.time())
-    threshold = stats.default_threshold(runs if len(runs) else planned_thresholds(spec))
-    groups = group_rows(runs, group_keys(kind, spec, runs), threshold) if len(runs) else []
-    mean, left = time_left(trials, counts)
+    counts, total, driver = with_driver(sweep_dir, counts, total, time.time(), driver_stopped,
+                                        search=kind == "search")
+    return Counted(kind, spec, runs, trials, total, counts, driver, search, notes)
+
+
+def read_status(
+    sweep_dir: Path, *, skip_damaged: bool = False, driver_stopped: bool = False
+) -> SweepStatus:
+    """The status of one sweep folder. Raises NotASweep, sweepgrok.store.parts.DamagedPart (unless
+    `skip_damaged`), ConfigError for a damaged study record. `driver_stopped`: read as if the
+    driver had stopped (the driver itself, as it stops; see the module doc)."""
+    from sweepgrok.analysis import stats
+
+    c = count_trials(sweep_dir, skip_damaged=skip_damaged, driver_stopped=driver_stopped)
+    runs, counts, driver = c.runs, c.counts, c.driver
+    threshold = stats.default_threshold(runs if len(runs) else planned_thresholds(c.spec))
+    groups = group_rows(runs, group_keys(c.kind, c.spec, runs), threshold) if len(runs) else []
+    mean, left = time_left(c.trials, counts)
     if driver is not None and driver["state"] != "running":
         left = None if counts["pending"] + counts["interrupted"] else 0.0
     return SweepStatus(
         sweep_dir=sweep_dir,
-        kind=kind,
-        total=total,
+        kind=c.kind,
+        total=c.total,
         counts=counts,
         runs=len(runs),
         grokked=sum(g["grokked"] for g in groups),
@@ -354,28 +395,46 @@ def read_status(sweep_dir: Path, *, skip_damaged: bool = False) -> SweepStatus:
         last_write=last_write(sweep_dir),
         mean_trial_s=mean,
         time_left_s=left,
-        search=search,
-        notes=notes,
+        search=c.search,
+        notes=c.notes,
         driver=driver,
     )
 
 
 def with_driver(
-    sweep_dir: Path, counts: dict[str, int], total: int, now: float
+    sweep_dir: Path,
+    counts: dict[str, int],
+    total: int,
+    now: float,
+    stopped: bool = False,
+    search: bool = False,
 ) -> tuple[dict[str, int], int, dict[str, Any] | None]:
-    """(counts, total, driver) corrected by the driver's heartbeat (see the module doc)."""
+    """(counts, total, driver) corrected by the driver's heartbeat (see the module doc);
+    `stopped`: the driver is taken as stopped whatever its heartbeat says; `search`: a stopped
+    driver's total counts (its --num-samples)."""
     doc = heartbeat.read(sweep_dir)
     if doc is None:
         return counts, total, None
     driver = {k: doc.get(k) for k in ("pid", "host", "resume")}
     driver["since"] = float(doc["updated"])
-    if heartbeat.alive(doc, now):
+    if not stopped and heartbeat.alive(doc, now):
         live = heartbeat.counts(doc)
         return live, max(int(doc.get("total") or 0), sum(live.values())), {
             **driver, "state": "running"}
-    counts = {**counts, "interrupted": counts["running"], "running": 0}
+    # A search's --num-samples above the file's: the trials the command was to run.
+    more = max(0, int(doc.get("total") or 0) - total) if search else 0
+    total += more
+    counts = {**counts, "interrupted": counts["running"], "running": 0,
+              "pending": counts["pending"] + more}
     unfinished = counts["interrupted"] + counts["pending"]
     return counts, total, {**driver, "state": "interrupted" if unfinished else "ended"}
+
+
+def stopped_counts(sweep_dir: Path) -> dict[str, int]:
+    """The trial counts `status` gives once the sweep's driver stopped (count_trials, which
+    read_status counts with, with `driver_stopped`; damaged parts skipped): what a stopping
+    driver records and says."""
+    return count_trials(sweep_dir, skip_damaged=True, driver_stopped=True).counts
 
 
 def as_json(status: SweepStatus, now: float) -> dict[str, Any]:

@@ -5,7 +5,7 @@ exit status 130 (SIGINT) or 143 (SIGTERM)."""
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import typer
@@ -43,23 +43,44 @@ def continue_command(
     return shlex.join([*args, *extra, "--resume"])
 
 
-def kept(total: int, ended: int, interrupted: int, failed: int = 0) -> str:
-    """`1 of 4 trials finished, 1 interrupted, 2 not started`: `ended` counts the trials that
-    ended, the `failed` among them named when any."""
-    not_started = max(0, total - ended - interrupted)
-    parts = [f"{ended} of {total} trials finished"]
+def kept(counts: Mapping[str, int]) -> str:
+    """`1 of 4 trials finished, 1 interrupted, 2 not started` from `sweepgrok status`'s trial
+    counts (done, failed, running, interrupted, pending); the failed among the finished named
+    when any."""
+    total = sum(counts.values())
+    failed = counts.get("failed", 0)
+    parts = [f"{counts.get('done', 0) + failed} of {total} trials finished"]
     if failed:
         parts.append(f"{failed} of them failed")
-    parts += [f"{interrupted} interrupted", f"{not_started} not started"]
+    # Running: none once the driver stopped; a trial still marked so was stopped with it.
+    parts += [f"{counts.get('interrupted', 0) + counts.get('running', 0)} interrupted",
+              f"{counts.get('pending', 0)} not started"]
     return ", ".join(parts)
 
 
-def interrupted_exit(what: str, sweep_dir: Path, command: str, nothing_left: bool) -> typer.Exit:
-    """Print the one line and return the exit (130 / 143) to raise."""
-    if nothing_left:
+def interrupted_exit(sweep_dir: Path, command: str) -> typer.Exit:
+    """Print the one line and return the exit (130 / 143) to raise. The counts are those
+    `sweepgrok status` gives now that the driver stopped (sweepstatus.stopped_counts), the ones
+    the driver's last heartbeat holds."""
+    counts = _counts_now(sweep_dir)
+    what = kept(counts)
+    if counts.get("pending", 0) + counts.get("interrupted", 0) + counts.get("running", 0) == 0:
         line = interrupt.continue_line(f"{what}; every trial had ended, rows in {sweep_dir}")
     else:
         kept_rows = f"{what}; the rows measured so far are in {sweep_dir}"
         line = interrupt.continue_line(kept_rows, command)
     typer.echo(line, err=True)
     return typer.Exit(code=interrupt.exit_code())
+
+
+def _counts_now(sweep_dir: Path) -> dict[str, int]:
+    """sweepstatus.stopped_counts; if the folder cannot be read, the counts of the driver's
+    last heartbeat (the callback's own then): the line must not fail the stopped command."""
+    from sweepgrok.analysis.sweepstatus import stopped_counts
+    from sweepgrok.store import heartbeat
+
+    try:
+        return stopped_counts(sweep_dir)
+    except Exception:
+        doc = heartbeat.read(sweep_dir)
+        return heartbeat.counts(doc) if doc is not None else {}

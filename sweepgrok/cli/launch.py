@@ -31,7 +31,7 @@ from sweepgrok.cli.common import (
     plain_console,
     setup_logging,
 )
-from sweepgrok.cli.interrupted import continue_command, interrupted_exit, kept
+from sweepgrok.cli.interrupted import continue_command, interrupted_exit
 from sweepgrok.config.grid_file import GridSpec, load_grid, read_sweep_doc
 from sweepgrok.config.trial import ConfigError, run_column
 from sweepgrok.core import interrupt
@@ -152,9 +152,7 @@ def launch(
         except PartWriteError as err:  # Tune's state is saved: trials resume from checkpoints
             raise cannot_write_rows(err, f"`{again}` continues") from None
     if interrupt.requested() is not None:
-        what = kept(outcome.total, outcome.terminated + outcome.errored, outcome.interrupted,
-                    outcome.errored)
-        raise interrupted_exit(what, sweep_dir, again, nothing_left=not outcome.unfinished)
+        raise interrupted_exit(sweep_dir, again)
     console.print(runs_table(sweep_dir, spec.varying, spec.settings.name))
     if outcome.unfinished or outcome.errored:
         console.print(

@@ -32,7 +32,7 @@ from sweepgrok.cli.common import (
     plain_console,
     setup_logging,
 )
-from sweepgrok.cli.interrupted import continue_command, interrupted_exit, kept
+from sweepgrok.cli.interrupted import continue_command, interrupted_exit
 from sweepgrok.config.search_file import SearchSpec, load_search
 from sweepgrok.config.trial import ConfigError
 from sweepgrok.core import interrupt
@@ -196,14 +196,11 @@ def search(
             raise fail(str(err)) from None
         except PartWriteError as err:  # the study and Tune's state are saved: --resume goes on
             raise cannot_write_rows(err, f"`{again}` continues") from None
-    from sweepgrok.search.study import finish, finished_count, load_study
+    from sweepgrok.search.study import finish, finished_count
 
     if interrupt.requested() is not None:
         # No summary or plot: the search is not over (--resume writes them when it is).
-        ended = finished_count(load_study(record))
-        what = kept(spec.num_samples, ended, outcome["interrupted"], outcome["errored"])
-        left = spec.num_samples - ended
-        raise interrupted_exit(what, sweep_dir.resolve(), again, nothing_left=left <= 0)
+        raise interrupted_exit(sweep_dir.resolve(), again)
 
     results = finish(spec, sweep_dir, record)
     plot_objective(spec, sweep_dir, results)

@@ -90,13 +90,18 @@ class Heartbeat:
             self.doc["trials"] = trials
             self.write()
 
-    def stop(self, state: str) -> None:
-        """The last write: interrupted or ended."""
+    def stop(self, state: str, counts: Mapping[str, int] | None = None) -> None:
+        """The last write: interrupted or ended, with the whole sweep's trial `counts` when
+        given (what `status` reads from the folder once the driver stopped)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=REFRESH_S)
         with self._lock:
             self.doc["state"] = state
+            if counts is not None:  # stored as this session's: counts() adds done_before
+                trials = {s: int(counts.get(s, 0)) for s in STATES}
+                trials["done"] = max(0, trials["done"] - int(self.doc["done_before"]))
+                self.doc["trials"] = trials
         self.write()
 
     def write(self) -> None:

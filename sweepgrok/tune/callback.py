@@ -85,6 +85,9 @@ class ParquetCallback(tune.Callback):
         self.heartbeat = heartbeat
         self._started: set[str] = set()  # Tune trial ids started in this session
         self._ended_here: set[str] = set()  # ... and those that ended (completed or failed)
+        # Tune trial id -> its status when this session first saw it (TERMINATED: it ended in
+        # an earlier session; anything else: it had to start here to end).
+        self._first_seen: dict[str, str] = {}
         self._stopping = False
         self.ended: dict[str, int] | None = None
         """Trial status -> count when the experiment ended (None before); INTERRUPTED: a trial
@@ -111,6 +114,7 @@ class ParquetCallback(tune.Callback):
             self._view.start()
 
     def on_step_begin(self, iteration: int, trials: list[Any], **info: Any) -> None:
+        self._see(trials)
         if interrupt.requested() is not None and not self._stopping:
             self._stopping = True
             # Tune's own graceful stop (its handler of SIGUSR1, installed by fit): the loop
@@ -123,6 +127,7 @@ class ParquetCallback(tune.Callback):
                 self._view.stopping = interrupt.name()
 
     def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self._see(trials)
         self._started.add(_tune_id(trial))
         self._refresh(trials)
 
@@ -146,6 +151,7 @@ class ParquetCallback(tune.Callback):
         self._trial_dirs[trial.trial_id] = Path(checkpoint.path).parent
 
     def on_step_end(self, iteration: int, trials: list[Any], **info: Any) -> None:
+        self._see(trials)  # trials made during the step, before a stop can mark them
         self.pruner.prune()
 
     def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
@@ -178,13 +184,27 @@ class ParquetCallback(tune.Callback):
         finally:
             self.close(trials)
 
+    def _see(self, trials: Sequence[Any]) -> None:
+        """Remember the status of each trial the first time this session sees it."""
+        for trial in trials:
+            self._first_seen.setdefault(_tune_id(trial), str(trial.status))
+
     def _status(self, trial: Any) -> str:
-        """Tune's status of the trial, INTERRUPTED for one stopped before it ended."""
+        """Tune's status of the trial; INTERRUPTED for one stopped after it started and before
+        it ended, PENDING for one stopped before it started.
+
+        Tune's stop marks TERMINATED every trial that holds a worker, including one still
+        waiting for its resources: only a trial that ended here, or had ended before this
+        session, is done."""
         status = str(trial.status)
-        if status != "TERMINATED" or not self._started:
-            return status
+        if status != "TERMINATED" or not (self._started or self._first_seen):
+            return status  # no trial seen in this session (none started): Tune's word
         tid = _tune_id(trial)
-        return "INTERRUPTED" if tid in self._started - self._ended_here else status
+        if tid in self._ended_here:
+            return status
+        if tid in self._started:
+            return "INTERRUPTED"
+        return status if self._first_seen.get(tid, status) == status else "PENDING"
 
     def states(self, trials: Sequence[Any]) -> dict[str, int]:
         """This session's trials by sweepgrok state (done, running, pending, failed,

@@ -153,6 +153,25 @@ def start_ray(
                 **common,
             )
     interrupt.reinstall()  # ray.init put its own SIGTERM handler in place of sweepgrok's
+    skip_callback_usage_tag()
+
+
+def skip_callback_usage_tag() -> None:
+    """With Ray's usage statistics off (QUIET_ENV's default), skip the usage tag Tune's fit
+    records of the callbacks it was given: to name them it imports Ray's MLflow, W&B, Comet and
+    Aim integrations, and through them mlflow and wandb where installed, before the first trial
+    (~2 s of CPU, bench_startup), for a tag that is never sent. Usage statistics on: left alone."""
+    if os.environ.get("RAY_USAGE_STATS_ENABLED") != "0":
+        return
+    from ray.air._internal import usage
+
+    if callable(getattr(usage, "tag_callbacks", None)):
+        usage.tag_callbacks = _no_usage_tag  # type: ignore[assignment]
+
+
+def _no_usage_tag(callbacks: Any) -> bool:
+    """Stands in for ray.air._internal.usage.tag_callbacks: records nothing."""
+    return False
 
 
 REUSE_ACTORS = True
@@ -294,8 +313,17 @@ def run_tuner(tuner: tune.Tuner, total: int, callback: ParquetCallback) -> Outco
 
 
 def stop_heartbeat(heartbeat: Heartbeat, callback: ParquetCallback, total: int) -> None:
-    """The driver's last heartbeat: ended when every trial ended, else interrupted."""
-    heartbeat.stop("ended" if callback.all_ended(total) else "interrupted")
+    """The driver's last heartbeat: ended when every trial ended, else interrupted; its counts
+    are those `sweepgrok status` reads from the folder now (sweepstatus.stopped_counts: the
+    same function), else, if the folder cannot be read, the callback's own."""
+    from sweepgrok.analysis.sweepstatus import stopped_counts
+
+    try:
+        counts = stopped_counts(Path(callback.sweep_dir))
+    except Exception:  # a record of the counts must not fail the driver's stop
+        log.warning("could not read the sweep folder's trial counts", exc_info=True)
+        counts = None
+    heartbeat.stop("ended" if callback.all_ended(total) else "interrupted", counts)
 
 
 def launch_grid(

@@ -356,3 +356,38 @@ def test_the_sweep_file_copy_reads_from_any_directory(
     assert again.settings.sweep_dir() == project / "runs" / "norms"
     assert [t.flat for t in again.trials] == [t.flat for t in spec.trials]
     assert copy.read_text().startswith(f"# sweepgrok's copy of {project / 'norms.yaml'} (")
+
+
+# ---- a search stopped with a sampled trial still waiting for resources ----------------------
+
+
+def test_a_stopped_search_counts_a_sampled_trial_tune_never_started_as_pending(
+    tmp_path: Path,
+) -> None:
+    """Optuna holds trial 1 RUNNING from the moment it is sampled; Tune's snapshot says it
+    waited for resources (PENDING): not interrupted, not started (issue 41). Trial 0 ran."""
+    import optuna
+
+    from sweepgrok.config.search_file import load_search
+    from sweepgrok.search import study as S
+
+    d = tmp_path / "st"
+    d.mkdir()
+    doc = {"name": "st", "base": tiny_tree(),
+           "search": {"num_samples": 4, "space": {"optim.lr": {"loguniform": [0.001, 0.01]}}}}
+    (d / "sweep.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    record = S.new_study_record(load_search(d / "sweep.yaml"), d)
+    S.write_study_record(d, record)
+    study = optuna.create_study(storage=S.open_storage(record), study_name=record["study_name"])
+    study.ask(), study.ask()  # trials 0 and 1: RUNNING in Optuna
+    (d / "tune").mkdir()
+    entries = [tune_entry("a", "RUNNING"), tune_entry("b", "PENDING")]
+    for number, entry in enumerate(entries):
+        meta = json.loads(entry[0])
+        meta["config"]["sweep"] = {"optuna_trial": number}
+        entry[0] = json.dumps(meta)
+    (d / "tune" / "experiment_state-2026-01-01_00-00-00.json").write_text(
+        json.dumps({"trial_data": entries}))
+    put_heartbeat(d, {**heartbeat_doc(os.getpid(), state="interrupted"), "total": 4})
+    assert read_status(d).counts == {
+        "done": 0, "running": 0, "pending": 3, "failed": 0, "interrupted": 1}

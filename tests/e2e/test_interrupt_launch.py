@@ -189,9 +189,26 @@ def test_continue_command_keeps_the_options_that_matter(tmp_path: Path) -> None:
     anywhere = continue_command("search", Path("s.yaml"), extra=["--num-samples", "8"],
                                 absolute=True)
     assert anywhere == f"sweepgrok search {Path('s.yaml').resolve()} --num-samples 8 --resume"
-    assert kept(4, 1, 1) == "1 of 4 trials finished, 1 interrupted, 2 not started"
-    assert kept(4, 2, 1, failed=1) == (
+    assert kept({"done": 1, "running": 0, "pending": 2, "failed": 0, "interrupted": 1}) == (
+        "1 of 4 trials finished, 1 interrupted, 2 not started")
+    assert kept({"done": 1, "pending": 1, "failed": 1, "interrupted": 1}) == (
         "2 of 4 trials finished, 1 of them failed, 1 interrupted, 1 not started")
+
+
+def test_the_line_falls_back_on_the_drivers_heartbeat_when_the_folder_cannot_be_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The folder's counts cannot be read (here: no sweep in it): the driver's last heartbeat
+    gives them, and the stopped command still says its line."""
+    from sweepgrok.cli.interrupted import interrupted_exit
+    from sweepgrok.store.heartbeat import Heartbeat
+
+    beat = Heartbeat(tmp_path, "launch", 3)
+    beat.update({"done": 1, "running": 1, "pending": 1})
+    beat.stop("interrupted", {"done": 1, "interrupted": 1, "pending": 1})
+    assert interrupted_exit(tmp_path, "sweepgrok launch g.yaml --resume").exit_code == 130
+    assert capsys.readouterr().err.startswith(
+        "interrupted (nothing): 1 of 3 trials finished, 1 interrupted, 1 not started; ")
 
 
 # ---- the driver callback: a trial Tune stops is interrupted, not done ------------------------
@@ -205,25 +222,30 @@ def test_a_stopped_trial_is_interrupted_in_the_outcome_the_view_and_the_heartbea
     from sweepgrok.tune.callback import ParquetCallback
     from sweepgrok.tune.progress import LiveView, progress_table
 
-    beat = Heartbeat(tmp_path, "launch", 4)
-    cb = ParquetCallback(tmp_path, "g", 4, live=False, heartbeat=beat)
-    view = cb._view = LiveView(4, "g", table=False, lines=False)
-    trials = [SimpleNamespace(trial_id=f"t{i}", status="PENDING", config={}) for i in range(4)]
+    beat = Heartbeat(tmp_path, "launch", 5)
+    cb = ParquetCallback(tmp_path, "g", 5, live=False, heartbeat=beat)
+    view = cb._view = LiveView(5, "g", table=False, lines=False)
+    # t4 ended in an earlier session (a --resume restores it TERMINATED).
+    trials = [SimpleNamespace(trial_id=f"t{i}", status="PENDING", config={}) for i in range(5)]
+    trials[4].status = "TERMINATED"
+    cb.on_step_begin(0, trials)
     for t in trials[:2]:
         t.status = "RUNNING"
         cb.on_trial_start(0, trials, t)
     trials[0].status = "TERMINATED"
     cb.on_trial_complete(0, trials, trials[0])
-    trials[1].status = "TERMINATED"  # what Tune's cleanup does to a trial it stops
+    # What Tune's cleanup does to a trial it stops, and to a pending one that holds a worker
+    # waiting for resources: never started, it is not finished.
+    trials[1].status = trials[2].status = "TERMINATED"
     cb.on_experiment_end(trials)
-    assert cb.ended == {"TERMINATED": 1, "INTERRUPTED": 1, "PENDING": 2}
-    assert not cb.all_ended(4)
-    assert (view.state.done, view.state.running, view.state.interrupted) == (1, 0, 1)
+    assert cb.ended == {"TERMINATED": 2, "INTERRUPTED": 1, "PENDING": 2}
+    assert not cb.all_ended(5)
+    assert (view.state.done, view.state.running, view.state.interrupted) == (2, 0, 1)
     text = "".join(str(r) for r in progress_table(view.state, 1.0).renderables[:1])
-    assert "g: 1/4 trials done, 0 running, 0 failed, 1 interrupted" in text
+    assert "g: 2/5 trials done, 0 running, 0 failed, 1 interrupted" in text
     doc = read_heartbeat(tmp_path)
     assert doc is not None and doc["trials"] == {
-        "done": 1, "running": 0, "pending": 2, "failed": 0, "interrupted": 1}
+        "done": 2, "running": 0, "pending": 2, "failed": 0, "interrupted": 1}
 
 
 # ---- real sweeps on a real embedded Ray (slow) -----------------------------------------------
@@ -321,6 +343,67 @@ def test_ctrl_c_on_launch_keeps_the_rows_says_how_to_continue_and_resume_finishe
     assert_plain_readers_read_one_row_per_key(sweep)
     final = status_json(sweep, ray_env, elsewhere)
     assert final["driver"]["state"] == "ended" and final["trials"]["done"] == 4
+
+
+MOMENTS = {
+    # moment: (the heartbeat's counts when the signal is sent, the sweep's counts after it,
+    # the first trial's steps: short where it must end before the signal, else long)
+    "before any trial started": (lambda t: t is not None,
+                                 {"done": 0, "interrupted": 0, "pending": 3}, 1500),
+    "mid-trial": (lambda t: t and t["running"] == 1 and t["done"] == 0,
+                  {"done": 0, "interrupted": 1, "pending": 2}, 1500),
+    "after one finished": (lambda t: t and t["running"] == 1 and t["done"] == 1,
+                           {"done": 1, "interrupted": 1, "pending": 1}, 100),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize(("moment", "sig"), [("before any trial started", signal.SIGINT),
+                                             ("mid-trial", signal.SIGINT),
+                                             ("after one finished", signal.SIGTERM)])
+def test_the_interrupted_line_driver_json_and_status_count_the_trials_alike_and_truly(
+    tmp_path: Path, ray_env: dict[str, str], moment: str, sig: int
+) -> None:
+    """Issue 41: a trial waiting for resources (Tune gives it a worker, then marks it
+    TERMINATED when it stops) was counted as finished, in the line and in driver.json."""
+    from sweepgrok.store.heartbeat import counts, read
+
+    reached, expected, first_steps = MOMENTS[moment]
+    # One trial at a time, the others waiting with a worker: each takes every CPU Ray sees.
+    # The signal comes as a trial starts (the heartbeat says so at once): a long one is stopped
+    # long before its end, so the test waits only for Ray and a short first trial.
+    env = {**ray_env, "RAY_USE_MULTIPROCESSING_CPU_COUNT": "1"}
+    write_grid(tmp_path / "g.yaml", "n", base=LONG_BASE, resources={"cpu": os.cpu_count()},
+               zip=[{"train.seed": [1, 2, 3], "train.max_steps": [first_steps, 1500, 1500]}])
+    sweep, err = tmp_path / "st" / "n", tmp_path / "err.txt"
+    proc = subprocess.Popen([SWEEPGROK, "launch", "g.yaml", "--storage", "st"], cwd=tmp_path,
+                            env=env, stdout=subprocess.DEVNULL, stderr=err.open("w"),
+                            start_new_session=True)
+    try:
+        def at_moment() -> bool:
+            assert proc.poll() is None, err.read_text()
+            doc = read(sweep)
+            return bool(reached(None if doc is None else counts(doc)))
+
+        wait_until(at_moment, 300, moment)
+        if sig == signal.SIGINT:
+            os.killpg(proc.pid, sig)  # Ctrl-C: the terminal signals the whole group
+        else:
+            proc.send_signal(sig)  # `kill PID`, a scheduler's preemption
+        assert proc.wait(timeout=120) == 128 + sig, err.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    name = "Ctrl-C" if sig == signal.SIGINT else "SIGTERM"
+    full = {"running": 0, "failed": 0, **expected}
+    (line,) = [x for x in err.read_text().splitlines() if x.startswith("interrupted (")]
+    assert line.startswith(f"interrupted ({name}): {kept(full)}; "), line
+    doc = read(sweep)
+    assert doc is not None and doc["state"] == "interrupted" and counts(doc) == full
+    assert status_json(sweep, ray_env, tmp_path)["trials"] == {"total": 3, **full}
+    runs = read_runs(sweep)  # the truth on disk: a run row per finished trial (one seed each)
+    assert int((runs["status"] != "interrupted").sum()) == expected["done"]
 
 
 @pytest.mark.slow

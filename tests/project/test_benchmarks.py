@@ -138,7 +138,8 @@ def test_run_finds_every_benchmark_and_its_quick_arguments():
     names = discover()
     assert names[:3] == ["bench_trainer", "bench_seeds", "bench_ray"]
     assert set(names) == {"bench_trainer", "bench_seeds", "bench_ray", "bench_geomdr",
-                          "bench_analysis", "bench_progress", "bench_fourier_losses"}
+                          "bench_analysis", "bench_progress", "bench_fourier_losses",
+                          "bench_startup"}
     assert quick_argv("bench_seeds") == ["--quick"]
     assert quick_argv("bench_fourier_losses") == ["--quick"]
 

@@ -63,3 +63,34 @@ def test_working_in_survives_a_vanished_working_directory(
     with working_in(sweep):
         assert os.path.relpath("a/b", start="a") == "b"
     assert os.getcwd() == str(sweep)  # nowhere to go back to: stays in the sweep folder
+
+
+USAGE_TAG_SCRIPT = """
+import sys
+from ray.air._internal import usage
+from sweepgrok.tune.callback import ParquetCallback
+from sweepgrok.tune.grid import skip_callback_usage_tag
+
+skip_callback_usage_tag()
+usage.tag_callbacks([ParquetCallback(sys.argv[1], "s", 1, live=False)])  # as Tune's fit does
+print(sorted(m for m in ("mlflow", "wandb") if m in sys.modules))
+"""
+
+
+@pytest.mark.parametrize(("stats", "imported"), [("0", "[]"), ("1", "['mlflow', 'wandb']")])
+def test_the_callback_usage_tag_imports_no_tracker_library_while_usage_stats_are_off(
+    tmp_path: Path, stats: str, imported: str
+) -> None:
+    """Tune's fit tags its callbacks for Ray's usage statistics, importing mlflow and wandb
+    (issue 41: ~1.4 s of CPU before the first trial); with the statistics off, skipped. A
+    fresh process: this one may hold them already."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("mlflow")
+    pytest.importorskip("wandb")
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": stats}
+    done = subprocess.run([sys.executable, "-c", USAGE_TAG_SCRIPT, str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == imported
