@@ -121,12 +121,26 @@ class PlainErrorGroup(TyperGroup):
         sys.exit(code if isinstance(code, int) else 0)
 
 
+PIPE_WIDTH = 1000
+"""Into a pipe or a file without $COLUMNS: tables are laid out as wide as they need (a log has
+no right edge; rich would otherwise assume 80 columns)."""
+
+
 def plain_console(stderr: bool = False) -> Console:
     """A rich console that prints text as given: rich markup is off, so a user's name, path or
-    value (``[/]``, ``[bold]x[/]``) is shown literally, never parsed (or refused) as markup."""
+    value (``[/]``, ``[bold]x[/]``) is shown literally, never parsed (or refused) as markup.
+
+    Into a pipe or a file no line is broken (soft wrap): a printed command, path or parameter
+    list is copied whole from a log; tables take $COLUMNS when set, else the width they need.
+    """
     from rich.console import Console
 
-    return Console(stderr=stderr, markup=False)
+    console = Console(stderr=stderr, markup=False)
+    if console.is_terminal:
+        return console
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPE_WIDTH
+    return Console(stderr=stderr, markup=False, soft_wrap=True, width=width)
 
 
 def setup_logging(verbose: bool = False) -> None:
