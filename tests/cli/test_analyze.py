@@ -118,7 +118,13 @@ def test_several_sweeps_together(sweep: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (["--by", "model.nrom"], ["error: --by: ", "model.norm"]),
+        (["--by", "model.nrom"], ["error: --by: unknown key 'model.nrom' (did you mean "
+                                   "'model.norm'?); keys that vary in these runs: model.norm "
+                                   "(norm); allowed: "]),
+        (["--by", "nrom"], ["error: --by: unknown key 'nrom' (did you mean 'norm'?)"]),
+        (["--baseline", "norm=spehre"], ["--baseline", "no run matches model.norm=spehre",
+                                         "(did you mean 'sphere'?)"]),
+        (["--baseline", "norm=none,model.norm=none"], ["--baseline", "model.norm is given twice"]),
         (["--threshold", "0.9"], ["error: --threshold: ", "0.95", "0.99"]),
         (["--format", "xlsx"], ["error: --format: ", "markdown"]),
         (["--plot-format", "jpg"], ["error: --plot-format: ", "svg", "pdf"]),
@@ -133,6 +139,15 @@ def test_bad_options_exit_2(sweep: Path, args: list[str], needles: list[str]) ->
     assert code == 2, out
     for needle in needles:
         assert needle in message(out), (needle, out)
+
+
+def test_by_and_baseline_take_the_names_the_table_shows(sweep: Path) -> None:
+    # The table's header says `norm`: a user types it back, in a shell.
+    short = analyze_as_typed(sweep, "--by", "norm", "--baseline", "norm=none", "--format", "csv",
+                             columns=None)
+    dotted = analyze_as_typed(sweep, "--by", "model.norm", "--baseline", "model.norm=none",
+                              "--format", "csv", columns=None)
+    assert short == dotted and "model.norm=none" in short
 
 
 def test_missing_or_empty_folder_exits_2(tmp_path: Path) -> None:
