@@ -524,6 +524,7 @@ def _message(e: Any, model: Any) -> str:
         return f"unknown key '{loc_text(loc)}'{hint}: allowed {where} are {allowed}"
     allowed = _names(annotation_at(model, loc))
     if kind == "literal_error" and allowed:
+        hint = did_you_mean(e["input"], allowed.split(", ")) if isinstance(e["input"], str) else ""
         msg = f"must be one of {allowed}"
     elif kind in ("model_type", "dataclass_type", "dict_type") and allowed:
         msg = f"must be a mapping with keys {allowed}"
@@ -537,6 +538,8 @@ def _message(e: Any, model: Any) -> str:
     # A validator's own message says what it got; pydantic's do not.
     shown = "input" in e and not isinstance(e["input"], dict) and kind != "value_error"
     got = f", got {quoted(e['input'])}" if shown else ""
+    if kind == "literal_error" and allowed:
+        got += hint  # layer_norm: did you mean 'layernorm'?
     if kind in ("int_type", "float_type") and is_number_text(e.get("input")):
         got += NUMBER_TEXT_HINT
     key = loc_text(loc)
@@ -664,9 +667,35 @@ def _kind(doc: Any) -> str:
 
 def load_config(path: str | Path, overrides: Iterable[str] = ()) -> Config:
     """Load a trial YAML (sections task/model/optim/geomdr/grokfast/geometry/train) plus --set
-    overrides."""
+    overrides; a value refused is blamed on where it came from (the file, or the --set)."""
     tree = read_mapping(path, "sections")
-    return from_tree(merge(tree, parse_overrides(overrides)), str(path))
+    items = list(overrides)
+    flat = parse_overrides(items)
+    merged = merge(tree, flat)
+    if not flat:
+        return from_tree(merged, str(path))
+    for section in merged:  # --set names known keys only: an unknown section is the file's
+        if section not in SECTIONS:
+            raise ConfigError(f"{path}: {unknown_key_message(str(section))}")
+    try:
+        return Config.model_validate(merged)
+    except ValidationError as err:
+        given = {item.partition("=")[0].strip(): item for item in items}
+        raise ConfigError(format_errors(err, _blamed(err, str(path), given))) from None
+
+
+def _blamed(err: ValidationError, path: str, given: Mapping[str, str]) -> str:
+    """Who gave the values refused: ``--set model.norm=layer_norm`` when every refused key came
+    from a --set; ``trial.yaml with --set ...`` when a check across a section's keys failed
+    in a section a --set changed; else the file."""
+    keys = [loc_text(e["loc"]) for e in err.errors()]
+    if all(k in given for k in keys):
+        return ", ".join(f"--set {excerpt(given[k])}" for k in dict.fromkeys(keys))
+    touched = [item for key, item in given.items()
+               if any(not k or key.startswith(k + ".") for k in keys)]
+    if touched:
+        return f"{path} with " + ", ".join(f"--set {excerpt(item)}" for item in touched)
+    return path
 
 
 def device_problem(device: str, cuda_graph: str = "auto") -> str | None:
