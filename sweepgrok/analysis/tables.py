@@ -1,4 +1,4 @@
-"""The analysis table as text: a rich terminal table, markdown, csv or json.
+"""The analysis table as text: aligned columns for a terminal, markdown, csv or json.
 
 Shared by `sweepgrok analyze` and the report (``sweepgrok.analysis.reporting``); pandas is only a
 type here.
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 class Format(StrEnum):
-    """Output format: a rich table for the terminal, csv / markdown / json for papers."""
+    """Output format: a table for the terminal, csv / markdown / json for papers."""
 
     table = "table"
     csv = "csv"
@@ -248,8 +248,8 @@ def compact_note(table: pd.DataFrame, keys: list[str]) -> str:
     if "paired_speedup" in table:
         text += "; paired = paired speed-up [CI]"
     left = ", ".join(c.header for c in cols if c.short is None)
-    return text + (f". Left out at this width: {left} (wider: COLUMNS=200, or --format "
-                   "markdown).")
+    return text + (f". Left out at this width: {left} (a wider terminal or $COLUMNS shows "
+                   "them; --format markdown always does).")
 
 
 def _terminal_text(table: pd.DataFrame, keys: list[str], note: str, width: int,
