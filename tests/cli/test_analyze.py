@@ -418,3 +418,17 @@ def test_a_report_grouped_by_wd_under_adam_says_wd_is_an_l2_term(tmp_path: Path)
     text = (out / "report.md").read_text()
     assert "Grouped by: `optim.weight_decay`." in text
     assert "`wd` (`optim.weight_decay`) is the L2 coefficient added to the gradient" in text
+
+
+def test_into_a_pipe_a_warning_is_one_line_neither_wrapped_nor_padded(tmp_path: Path) -> None:
+    sweep = strata_sweep(tmp_path / ("a_sweep_with_a_name_long_enough_to_pass_80_columns_" * 2))
+    (sweep / "runs" / "part-9999999999999-deadbeef.parquet").write_bytes(b"junk")
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "sweepgrok", "analyze", str(sweep), "--skip-damaged", "--format",
+         "csv"], env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (line,) = proc.stderr.splitlines()  # rich's log handler padded it to the console's width
+    assert line.startswith(f"WARNING  {sweep}: runs/part-9999999999999-deadbeef.parquet: ")
+    assert line.endswith("left out (damaged)")
