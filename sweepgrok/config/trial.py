@@ -11,7 +11,7 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -524,7 +524,8 @@ def _message(e: Any, model: Any) -> str:
         return f"unknown key '{loc_text(loc)}'{hint}: allowed {where} are {allowed}"
     allowed = _names(annotation_at(model, loc))
     if kind == "literal_error" and allowed:
-        hint = did_you_mean(e["input"], allowed.split(", ")) if isinstance(e["input"], str) else ""
+        got_text = e.get("input")
+        hint = did_you_mean(got_text, allowed.split(", ")) if isinstance(got_text, str) else ""
         msg = f"must be one of {allowed}"
     elif kind in ("model_type", "dataclass_type", "dict_type") and allowed:
         msg = f"must be a mapping with keys {allowed}"
@@ -559,8 +560,13 @@ def format_errors(err: ValidationError, source: str, model: Any = None) -> str:
     return where + "; ".join(shown) + (f"; and {more} more error(s)" if more else "")
 
 
-def from_tree(tree: Mapping[str, Any], source: str = "") -> Config:
-    """Validate a nested dict into a Config, raising ConfigError with the keys named."""
+def from_tree(
+    tree: Mapping[str, Any],
+    source: str = "",
+    blame: Callable[[ValidationError], str] | None = None,
+) -> Config:
+    """Validate a nested dict into a Config, raising ConfigError with the keys named (after
+    `source`, or after what `blame` says gave the values refused)."""
     where = f"{source}: " if source else ""
     if not isinstance(tree, Mapping):
         raise ConfigError(f"{where}a trial config must be a mapping of sections")
@@ -570,7 +576,7 @@ def from_tree(tree: Mapping[str, Any], source: str = "") -> Config:
     try:
         return Config.model_validate(dict(tree))
     except ValidationError as err:
-        raise ConfigError(format_errors(err, source)) from None
+        raise ConfigError(format_errors(err, blame(err) if blame else source)) from None
 
 
 def from_flat(flat: Mapping[str, Any], source: str = "") -> Config:
@@ -670,18 +676,9 @@ def load_config(path: str | Path, overrides: Iterable[str] = ()) -> Config:
     overrides; a value refused is blamed on where it came from (the file, or the --set)."""
     tree = read_mapping(path, "sections")
     items = list(overrides)
-    flat = parse_overrides(items)
-    merged = merge(tree, flat)
-    if not flat:
-        return from_tree(merged, str(path))
-    for section in merged:  # --set names known keys only: an unknown section is the file's
-        if section not in SECTIONS:
-            raise ConfigError(f"{path}: {unknown_key_message(str(section))}")
-    try:
-        return Config.model_validate(merged)
-    except ValidationError as err:
-        given = {item.partition("=")[0].strip(): item for item in items}
-        raise ConfigError(format_errors(err, _blamed(err, str(path), given))) from None
+    given = {item.partition("=")[0].strip(): item for item in items}
+    merged = merge(tree, parse_overrides(items))
+    return from_tree(merged, str(path), blame=lambda err: _blamed(err, str(path), given))
 
 
 def _blamed(err: ValidationError, path: str, given: Mapping[str, str]) -> str:
@@ -689,7 +686,7 @@ def _blamed(err: ValidationError, path: str, given: Mapping[str, str]) -> str:
     from a --set; ``trial.yaml with --set ...`` when a check across a section's keys failed
     in a section a --set changed; else the file."""
     keys = [loc_text(e["loc"]) for e in err.errors()]
-    if all(k in given for k in keys):
+    if keys and all(k in given for k in keys):
         return ", ".join(f"--set {excerpt(given[k])}" for k in dict.fromkeys(keys))
     touched = [item for key, item in given.items()
                if any(not k or key.startswith(k + ".") for k in keys)]
