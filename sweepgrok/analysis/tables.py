@@ -116,11 +116,11 @@ def _ratio(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x:.2f}"
 
 
-def _speedup_cell(r: Mapping[Any, Any], compact: bool = False) -> str:
+def _speedup_cell(r: Mapping[Any, Any], level: int = 0) -> str:
     if r["is_baseline"]:
         return "baseline"
     if _nan(r.get("baseline_group")):
-        return "no baseline" if compact else NO_BASELINE
+        return "no baseline" if level else NO_BASELINE
     ratio = r["speedup"]
     if not _nan(ratio) and math.isinf(ratio):  # baseline median > its budget: a lower bound
         return f"> {_ratio(r['speedup_bound'])}"
@@ -142,9 +142,9 @@ def _paired_cell(r: Mapping[Any, Any]) -> str:
     return f"{cell} ({int(r['n_pairs'])} pairs)"
 
 
-def _grokked_cell(r: Mapping[Any, Any], compact: bool) -> str:
-    """k/n, the rate and its Wilson CI; compact: k/n and the CI only (k/n says the rate)."""
-    if compact:
+def _grokked_cell(r: Mapping[Any, Any], level: int) -> str:
+    """k/n, the rate and its Wilson CI; narrow levels: k/n and the CI only (k/n says the rate)."""
+    if level:
         cell = f"{r['n_grokked']}/{r['n']} [{r['success_lo']:.0%}–{r['success_hi']:.0%}]"
         cell = cell.replace("%–", "–", 1)
     else:
@@ -157,6 +157,18 @@ def _grokked_cell(r: Mapping[Any, Any], compact: bool) -> str:
 
 def _few(r: Mapping[Any, Any]) -> str:
     return " †" if r.get("few_runs") else ""  # the interval is about the data's range
+
+
+NARROWEST = 2
+"""The layout level that also leaves out the intervals of the median grok step and delay
+(0: every column; 1: short headers, without the mean, the range and whom each is against)."""
+
+
+def _median_cell(r: Mapping[Any, Any], what: str, level: int) -> str:
+    """The median grok step or delay [CI]; at the narrowest level the median alone."""
+    if level >= NARROWEST:
+        return _steps(r[f"{what}_median"])
+    return _with_ci(r[f"{what}_median"], r[f"{what}_median_lo"], r[f"{what}_median_hi"]) + _few(r)
 
 
 def _mean_cell(r: Mapping[Any, Any]) -> str:
@@ -183,7 +195,7 @@ class Column:
 
     header: str
     short: str | None
-    cell: Callable[[Mapping[Any, Any], bool], str]
+    cell: Callable[[Mapping[Any, Any], int], str]  # (a group's row, the layout level)
 
 
 def _key_column(header: str, key: str | None) -> Column:
@@ -201,11 +213,9 @@ def columns(table: pd.DataFrame, keys: list[str]) -> list[Column]:
     out = out or [_key_column("group", None)]
     out += [
         Column("grokked [95% CI]", "grokked", _grokked_cell),
-        Column("median grok [CI]", "grok", lambda r, _c: _with_ci(
-            r["grok_median"], r["grok_median_lo"], r["grok_median_hi"]) + _few(r)),
+        Column("median grok [CI]", "grok", lambda r, level: _median_cell(r, "grok", level)),
         Column("mean grok ± se", None, lambda r, _c: _mean_cell(r)),
-        Column("median delay [CI]", "delay", lambda r, _c: _with_ci(
-            r["delay_median"], r["delay_median_lo"], r["delay_median_hi"]) + _few(r)),
+        Column("median delay [CI]", "delay", lambda r, level: _median_cell(r, "delay", level)),
         Column("KM median", "KM", lambda r, _c: _km_cell(r)),
         Column("min–max", None, lambda r, _c: _span_cell(r)),
     ]
@@ -224,22 +234,24 @@ def columns(table: pd.DataFrame, keys: list[str]) -> list[Column]:
 
 
 def display_rows(
-    table: pd.DataFrame, keys: list[str], compact: bool = False
+    table: pd.DataFrame, keys: list[str], level: int = 0
 ) -> tuple[list[str], list[list[str]]]:
-    """Headers and formatted cells for the human-readable formats (table, markdown); compact:
-    the narrow terminal table's (short headers, the columns it leaves out left out)."""
-    shown = [c for c in columns(table, keys) if c.short is not None or not compact]
-    headers = [str(c.short) if compact else c.header for c in shown]
-    rows = [[c.cell(r, compact) for c in shown] for r in table.to_dict("records")]
+    """Headers and formatted cells for the human-readable formats (table, markdown); level 1
+    and NARROWEST: the narrow terminal tables' (short headers, the columns they leave out left
+    out; NARROWEST also the medians' intervals)."""
+    shown = [c for c in columns(table, keys) if c.short is not None or not level]
+    headers = [str(c.short) if level else c.header for c in shown]
+    rows = [[c.cell(r, level) for c in shown] for r in table.to_dict("records")]
     return headers, rows
 
 
-def compact_note(table: pd.DataFrame, keys: list[str]) -> str:
-    """What the narrow table's short headers stand for, and the columns it leaves out."""
+def compact_note(table: pd.DataFrame, keys: list[str], level: int = 1) -> str:
+    """What a narrow table's short headers stand for, and what it leaves out."""
     cols = columns(table, keys)
+    intervals = " (their CIs left out at this width)" if level >= NARROWEST else " [95% CI]"
     text = (
         "Columns: grokked = runs grokked/runs [95% Wilson CI]; grok, delay = median grok step "
-        "and delay among grokked runs [95% CI]; KM = Kaplan-Meier median"
+        f"and delay among grokked runs{intervals}; KM = Kaplan-Meier median"
     )
     if "speedup" in table:
         baseline = table["baseline"].iloc[0] if len(table) else ""
@@ -254,21 +266,34 @@ def compact_note(table: pd.DataFrame, keys: list[str]) -> str:
 
 def _terminal_text(table: pd.DataFrame, keys: list[str], note: str, width: int,
                    strict: bool) -> str:
-    """The table as aligned columns when it fits `width`; else the narrow table (short
-    headers, a few columns left out, said in the legend) when that fits; else one block per
-    group (`strict`: a terminal's edge; into a file, the whole table instead: no edge)."""
+    """The table as aligned columns when it fits `width`; else the first narrow table that
+    fits (short headers, a few columns left out, then the medians' intervals too; the legend
+    says so); else one block per group (`strict`: a terminal's edge; into a pipe or a file
+    only the first narrow table is tried, then the whole table: no edge)."""
     import textwrap
 
     headers, rows = display_rows(table, keys)
     body = aligned(headers, rows)
     if _widest(body) > width:
-        narrow = aligned(*display_rows(table, keys, compact=True))
-        if _widest(narrow) <= width:
-            body, note = narrow, compact_note(table, keys) + " " + note
+        narrow = _narrow(table, keys, width, NARROWEST if strict else 1)  # a file: no edge
+        if narrow is not None:
+            body, note = narrow[0], narrow[1] + " " + note
         elif strict:
             body = _stacked(headers, rows, max(len(keys), 1), width)
     text = textwrap.fill(note, width) if strict else note
     return body + "\n" + text + "\n"
+
+
+def _narrow(
+    table: pd.DataFrame, keys: list[str], width: int, last: int
+) -> tuple[str, str] | None:
+    """The first narrow table (levels 1 to `last`) that fits `width`, with its note; None
+    when none does."""
+    for level in range(1, last + 1):
+        body = aligned(*display_rows(table, keys, level))
+        if _widest(body) <= width:
+            return body, compact_note(table, keys, level)
+    return None
 
 
 def _widest(text: str) -> int:

@@ -361,12 +361,23 @@ def test_at_120_columns_the_table_stays_a_table_with_short_headers(tmp_path: Pat
     assert "Left out at this width: mean grok ± se, min–max, vs" in legend
 
 
-def test_under_80_columns_each_group_is_a_block_of_lines(tmp_path: Path) -> None:
+def test_at_80_columns_a_table_without_the_medians_intervals(tmp_path: Path) -> None:
     out = analyze_as_typed(strata_sweep(tmp_path / "w"), *STRATA_ARGS, columns=80)
-    assert max(len(line) for line in out.splitlines()) <= 80
+    lines = out.splitlines()
+    assert max(map(len, lines)) <= 80
+    assert re.split(r"\s{2,}", lines[0]) == ["task", "GeomDR", "grokked", "grok", "delay", "KM",
+                                             "speed-up", "p", "Holm"]
+    assert re.split(r"\s{2,}", lines[5]) == ["div", "true", "3/3 [44–100%]", "1,100", "1,100",
+                                             "1,100", "3.73 [3.33, 4.20]", "0.1", "0.2"]
+    assert "(their CIs left out at this width)" in " ".join(lines[6:])
+
+
+def test_under_80_columns_each_group_is_a_block_of_lines(tmp_path: Path) -> None:
+    out = analyze_as_typed(strata_sweep(tmp_path / "w"), *STRATA_ARGS, columns=70)
+    assert max(len(line) for line in out.splitlines()) <= 70
     # Every group and every number is still there, under unambiguous labels.
     for cell in ("task=div, GeomDR=true", "3/3 100%", "KM median", "p (exact)", "p Holm",
-                 "mean grok ± se", "min–max"):
+                 "mean grok ± se", "min–max", "1,100 [1,000, 1,200] †"):
         assert cell in out
     assert "name=" not in out and "enabled=" not in out
 
