@@ -40,13 +40,14 @@ from sweepgrok.analysis.stats import (
     format_value,
     group_label,
     group_summary,
-    groupable_keys,
     iter_groups,
     resolve_by,
+    resolve_key,
     speedup,
     speedup_bound,
     times_and_censoring,
 )
+from sweepgrok.config.suggest import did_you_mean
 from sweepgrok.config.thresholds import DEFAULT_GROK_THRESHOLD, GROK_THRESHOLDS, tag
 
 # ---------------------------------------------------------------- the baseline
@@ -85,21 +86,33 @@ def _matches(column: pd.Series, raw: str) -> pd.Series:
 
 def baseline_mask(summary: pd.DataFrame, spec: Mapping[str, str]) -> pd.Series:
     """Runs whose config matches every key=value of `spec` (AnalysisError if none does)."""
-    allowed = groupable_keys(summary)
+    spec = resolve_spec(summary, spec)
     mask = pd.Series(True, index=summary.index)
     for key, raw in spec.items():
-        if key not in allowed:
-            raise AnalysisError(
-                f"unknown key {key!r}; allowed: {', '.join(allowed) or '(none)'}", "baseline"
-            )
         mask &= _matches(summary[key], raw)
     if not mask.any():
-        present = "; ".join(
-            f"{k}: {', '.join(sorted(summary[k].map(format_value).unique()))}" for k in spec
-        )
+        present = "; ".join(_values_present(summary, key, raw) for key, raw in spec.items())
         msg = f"no run matches {spec_text(spec)}; values present: {present}"
         raise AnalysisError(msg, "baseline")
     return mask
+
+
+def resolve_spec(summary: pd.DataFrame, spec: Mapping[str, str]) -> dict[str, str]:
+    """`spec` with each key as its column (a table label such as ``norm`` -> ``model.norm``)."""
+    out: dict[str, str] = {}
+    for word, raw in spec.items():
+        key = resolve_key(summary, word, "baseline")
+        if key in out:
+            raise AnalysisError(f"{key} is given twice ({word}={raw}): give it once", "baseline")
+        out[key] = raw
+    return out
+
+
+def _values_present(summary: pd.DataFrame, key: str, raw: str) -> str:
+    """'model.norm: none, sphere', and the closest value when no run has `raw`."""
+    values = sorted(summary[key].map(format_value).unique())
+    hint = "" if _matches(summary[key], raw).any() else did_you_mean(raw, values)
+    return f"{key}: {', '.join(values)}{hint}"
 
 
 def spec_text(spec: Mapping[str, str]) -> str:
@@ -262,6 +275,7 @@ def compare(
     paired_speedup (+ _lo/_hi). Rows come in the order of group_summary.
     """
     spec = parse_baseline(baseline) if isinstance(baseline, str) else dict(baseline)
+    spec = resolve_spec(summary, spec)  # `norm=none` as `model.norm=none`
     keys = resolve_by(summary, by)
     bases = baselines_by_stratum(summary, spec, keys)
     strata = stratum_keys(summary, spec, keys)

@@ -37,8 +37,9 @@ h1, h2, h3 { line-height: 1.2; }
 code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.92em; }
 .scroll { overflow-x: auto; margin: 0.5rem 0 1rem; }
 table { border-collapse: collapse; font-size: 0.9rem; }
-th, td { border-bottom: 1px solid #ccc; padding: 0.25rem 0.6rem; text-align: left;
-  vertical-align: top; white-space: nowrap; }
+th, td { border-bottom: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left;
+  vertical-align: top; }
+.nw { white-space: nowrap; }
 th { background: #f2f2f2; }
 .legend, .note { color: #444; font-size: 0.9rem; }
 figure { margin: 1rem 0; }
@@ -51,11 +52,11 @@ dd { margin-left: 1.2rem; }
 @media print {
   body { max-width: none; font-size: 11px; }
   .scroll { overflow: visible; }
-  th, td { white-space: normal; }
   figure, table { break-inside: avoid; }
 }
 """
-"""Plain CSS readable on a phone and on paper: wide tables scroll sideways on a screen."""
+"""Plain CSS readable on a phone and on paper: a wide table's cells wrap between a value and
+its interval (never inside one) to fit the page; one still too wide scrolls sideways."""
 
 _MIME = {".png": "image/png", ".svg": "image/svg+xml"}
 """Figure files the page can hold as data URIs (a PDF figure cannot be shown inline)."""
@@ -68,12 +69,26 @@ def inline(text: str) -> str:
     return re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", out)
 
 
+_TOGETHER = re.compile(r"\[[^\]]*\](?: †)?|± \S+|\S+ – \S+")
+"""What a line never breaks inside: an interval ("[5,500, 5,700] †"), "± 100", a range."""
+
+
+def _cell(text: str) -> str:
+    """A plain-text cell as HTML: escaped, its intervals and ranges kept on one line (the cell
+    may break between a value and its interval: "5,600" over "[5,500, 5,700]")."""
+    out, end = [], 0
+    for m in _TOGETHER.finditer(text):
+        out += [html.escape(text[end:m.start()]), f'<span class="nw">{html.escape(m[0])}</span>']
+        end = m.end()
+    return "".join(out) + html.escape(text[end:])
+
+
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    """An HTML table of plain-text cells (escaped), wrapped to scroll sideways when wide; no
-    header row when `headers` is empty."""
+    """An HTML table of plain-text cells (escaped), wrapped to scroll sideways when still too
+    wide; no header row when `headers` is empty."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>\n" for r in rows
+        "<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in r) + "</tr>\n" for r in rows
     )
     head_row = f"<tr>{head}</tr>\n" if headers else ""
     return f'<div class="scroll"><table>\n{head_row}{body}</table></div>'

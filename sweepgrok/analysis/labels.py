@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from sweepgrok.config.suggest import did_you_mean
+from sweepgrok.core.errors import quoted
+
 if TYPE_CHECKING:  # the CLI imports labels at start-up, before any command needs pandas
     import pandas as pd
 
@@ -48,6 +51,26 @@ def key_labels(keys: Sequence[str]) -> list[str]:
     """The labels of `keys`; the dotted paths where two labels would coincide."""
     labels = [KEY_LABELS.get(k, k) for k in keys]
     return labels if len(set(labels)) == len(labels) else list(keys)
+
+
+def key_named(word: str, keys: Sequence[str]) -> str | None:
+    """The key of `keys` that `word` names: the dotted key itself, or the key whose table label
+    it is (``norm`` -> ``model.norm``: what a table's header shows is accepted back)."""
+    if word in keys:
+        return word
+    return next((k for k in keys if KEY_LABELS.get(k) == word), None)
+
+
+def unknown_key_message(word: str, keys: Sequence[str], varying: Sequence[str]) -> str:
+    """Why `word` names none of `keys`: the closest key or label, the keys that vary (with
+    their labels), then every key."""
+    names = [*keys, *(KEY_LABELS[k] for k in keys if k in KEY_LABELS)]
+    shown = [f"{k} ({KEY_LABELS[k]})" if k in KEY_LABELS else k for k in varying]
+    return (
+        f"unknown key {quoted(word)}{did_you_mean(word, names)}; keys that vary in these runs: "
+        f"{', '.join(shown) or 'none'}; allowed: any of the runs' keys, dotted or by the "
+        f"table's label: {', '.join(keys) or '(none)'}"
+    )
 
 
 def label_notes(summary: pd.DataFrame, keys: Sequence[str]) -> list[str]:

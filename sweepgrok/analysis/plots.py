@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Sequence
+from itertools import product
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -505,6 +506,20 @@ def _ink(ax: plt.Axes, value: float) -> str:
     return "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
 
 
+def _hatch_not_run(ax: plt.Axes, n_rows: int, n_cols: int, run: set[tuple[int, int]]) -> None:
+    """Hatch and label "not run" each cell no run has: never the grey of a cell whose runs
+    mostly did not grok (a result), since it has no result at all."""
+    from matplotlib.patches import Rectangle
+
+    for i, j in product(range(n_rows), range(n_cols)):
+        if (i, j) in run:
+            continue
+        ax.add_patch(Rectangle((j, i), 1, 1, facecolor="white", edgecolor="0.55", hatch="///",
+                               linewidth=0))
+        ax.text(j + 0.5, i + 0.5, "not run", ha="center", va="center", fontsize="small",
+                color="black", bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})
+
+
 @_paper_style
 def grok_heatmap(
     summary: pd.DataFrame,
@@ -516,6 +531,7 @@ def grok_heatmap(
     """Kaplan-Meier median grok step over two keys (pooled over the others), with k/n grokked.
 
     Cells where fewer than half of the runs grokked have no median: they are grey, "> steps".
+    A pair of values no run had (a grid that did not cross them) is hatched, "not run".
     """
     table = stats.group_summary(summary, [y_key, x_key], threshold=threshold, n_boot=1)
     # Labels, not values, index the grid: a null config value (NaN != NaN) still finds its cell.
@@ -546,6 +562,7 @@ def grok_heatmap(
             fontsize="small",
             color=_ink(ax, float(colour.to_numpy(dtype=float)[i, j])),
         )
+    _hatch_not_run(ax, len(ys), len(xs), {(i, j) for i, j, _ in notes})
     x_ticks = [_wrap(x, _TICK_CHARS) for x in xs]
     y_ticks = [_wrap(y, _TICK_CHARS) for y in ys]
     ax.set_xticks(np.arange(len(xs)) + 0.5, x_ticks, rotation=0)

@@ -30,7 +30,8 @@ CAPTIONS = {
     "survival": "Kaplan-Meier estimate of the fraction of runs not yet grokked at each step, "
     "per group; '|' marks a censored run.",
     "heatmap": "Kaplan-Meier median grok step over two keys (pooled over any others), with "
-    "k/n runs grokked; grey: under half grokked, no median.",
+    "k/n runs grokked; grey: under half grokked, no median; hatched, 'not run': no run had "
+    "these two values.",
     "deff": "Effective dimension (D_eff, participation ratio) of the representation against "
     "step, per group (median, min-max band); dashed: the group's median grok step, dotted: its "
     "median collapse onset.",

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from sweepgrok.analysis.labels import key_labels
+from sweepgrok.analysis.labels import key_labels, key_named, unknown_key_message
 from sweepgrok.analysis.survival import km_median, km_median_rows
 from sweepgrok.config.thresholds import DEFAULT_GROK_THRESHOLD, GROK_THRESHOLDS, tag
 from sweepgrok.config.trial import SEED_KEYS
@@ -521,20 +521,24 @@ def separates_sweeps(by: Sequence[str] | None) -> bool:
 
 
 def resolve_by(summary: pd.DataFrame, by: Sequence[str] | None) -> list[str]:
-    """`by` validated against the summary's columns, or the auto-detected varying keys (a
-    confirm stage's runs: their ``arm``, which names what varies)."""
+    """`by` as the summary's columns (each a dotted key or its table label, once), or the
+    auto-detected varying keys (a confirm stage's runs: their ``arm``, which names what
+    varies)."""
     if by is None:
         if "arm" in summary and summary["arm"].notna().all():
             return ["arm"]
         return varying_keys(summary)
+    return list(dict.fromkeys(resolve_key(summary, word, "by") for word in by))
+
+
+def resolve_key(summary: pd.DataFrame, word: str, param: str) -> str:
+    """The grouping key `word` names (dotted, or its label: ``norm``); AnalysisError for
+    `param` with the closest name and the keys that vary when it names none."""
     allowed = groupable_keys(summary)
-    unknown = [k for k in by if k not in allowed]
-    if unknown:
-        raise AnalysisError(
-            f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(allowed) or '(none)'}",
-            param="by",
-        )
-    return list(by)
+    key = key_named(word, allowed)
+    if key is None:
+        raise AnalysisError(unknown_key_message(word, allowed, varying_keys(summary)), param)
+    return key
 
 
 def format_value(value: Any) -> str:

@@ -1,4 +1,4 @@
-"""The analysis table as text: a rich terminal table, markdown, csv or json.
+"""The analysis table as text: aligned columns for a terminal, markdown, csv or json.
 
 Shared by `sweepgrok analyze` and the report (``sweepgrok.analysis.reporting``); pandas is only a
 type here.
@@ -7,7 +7,8 @@ type here.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 
 class Format(StrEnum):
-    """Output format: a rich table for the terminal, csv / markdown / json for papers."""
+    """Output format: a table for the terminal, csv / markdown / json for papers."""
 
     table = "table"
     csv = "csv"
@@ -35,18 +36,19 @@ def render(
 ) -> str:
     """The analysis table as text in `fmt` (csv and json keep every column, unrounded).
 
-    `table` fits `width` columns (default: the terminal's): a table too wide for it is shown
-    one group after another, a line per column, instead of wrapping into an unreadable block.
+    `table` fits `width` columns (default: the terminal's, or $COLUMNS): a table too wide for
+    it is shown with short headers and fewer columns (the legend says which), and where even
+    that is too wide one group after another, a line per column, instead of wrapping into an
+    unreadable block. Into a pipe or a file without $COLUMNS nothing is wrapped.
     """
     if fmt is Format.csv:
         return str(table.to_csv(index=False))
     if fmt is Format.json:
         return str(table.to_json(orient="records", indent=2)) + "\n"
-    headers, rows = display_rows(table, keys)
     if fmt is Format.markdown:
-        return markdown_table(headers, rows) + "\n\n" + legend(threshold, table) + "\n"
-    n_keys = max(len(keys), 1)
-    return _terminal_text(headers, rows, n_keys, legend(threshold, table), width or _width())
+        return markdown_table(*display_rows(table, keys)) + "\n\n" + legend(threshold, table) + "\n"
+    shown, strict = (width, True) if width else _width()
+    return _terminal_text(table, keys, legend(threshold, table), shown, strict)
 
 
 def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
@@ -115,11 +117,11 @@ def _ratio(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x:.2f}"
 
 
-def _speedup_cell(r: Mapping[Any, Any]) -> str:
+def _speedup_cell(r: Mapping[Any, Any], level: int = 0) -> str:
     if r["is_baseline"]:
         return "baseline"
     if _nan(r.get("baseline_group")):
-        return NO_BASELINE
+        return "no baseline" if level else NO_BASELINE
     ratio = r["speedup"]
     if not _nan(ratio) and math.isinf(ratio):  # baseline median > its budget: a lower bound
         return f"> {_ratio(r['speedup_bound'])}"
@@ -141,87 +143,175 @@ def _paired_cell(r: Mapping[Any, Any]) -> str:
     return f"{cell} ({int(r['n_pairs'])} pairs)"
 
 
-def _group_cells(r: Mapping[Any, Any]) -> list[str]:
-    grokked = f"{r['n_grokked']}/{r['n']} {r['success_rate']:.0%}"
-    grokked += f" [{r['success_lo']:.0%}, {r['success_hi']:.0%}]"
+def _grokked_cell(r: Mapping[Any, Any], level: int) -> str:
+    """k/n, the rate and its Wilson CI; narrow levels: k/n and the CI only (k/n says the rate)."""
+    if level:
+        cell = f"{r['n_grokked']}/{r['n']} [{r['success_lo']:.0%}–{r['success_hi']:.0%}]"
+        cell = cell.replace("%–", "–", 1)
+    else:
+        cell = f"{r['n_grokked']}/{r['n']} {r['success_rate']:.0%}"
+        cell += f" [{r['success_lo']:.0%}, {r['success_hi']:.0%}]"
     if r.get("n_failed"):  # diverged or failed runs count as not grokked: say how many
-        grokked += f", {r['n_failed']} failed"
+        cell += f", {r['n_failed']} failed"
+    return cell
+
+
+def _few(r: Mapping[Any, Any]) -> str:
+    return " †" if r.get("few_runs") else ""  # the interval is about the data's range
+
+
+NARROWEST = 2
+"""The layout level that also leaves out the intervals of the median grok step and delay
+(0: every column; 1: short headers, without the mean, the range and whom each is against)."""
+
+
+def _median_cell(r: Mapping[Any, Any], what: str, level: int) -> str:
+    """The median grok step or delay [CI]; at the narrowest level the median alone."""
+    if level >= NARROWEST:
+        return _steps(r[f"{what}_median"])
+    return _with_ci(r[f"{what}_median"], r[f"{what}_median_lo"], r[f"{what}_median_hi"]) + _few(r)
+
+
+def _mean_cell(r: Mapping[Any, Any]) -> str:
     mean = _steps(r["grok_mean"])
-    if not _nan(r["grok_sem"]):
-        mean += f" ± {_steps(r['grok_sem'])}"
-    km = _steps(r["km_median"]) if not _nan(r["km_median"]) else f"> {_steps(r['steps_run_max'])}"
-    span = "-" if _nan(r["grok_min"]) else f"{_steps(r['grok_min'])} – {_steps(r['grok_max'])}"
-    few = " †" if r.get("few_runs") else ""  # the interval is about the data's range
-    return [
-        grokked,
-        _with_ci(r["grok_median"], r["grok_median_lo"], r["grok_median_hi"]) + few,
-        mean,
-        _with_ci(r["delay_median"], r["delay_median_lo"], r["delay_median_hi"]) + few,
-        km,
-        span,
-    ]
+    return mean if _nan(r["grok_sem"]) else f"{mean} ± {_steps(r['grok_sem'])}"
 
 
-def display_rows(table: pd.DataFrame, keys: list[str]) -> tuple[list[str], list[list[str]]]:
-    """Headers and formatted cells for the human-readable formats (table, markdown)."""
-    from sweepgrok.analysis.comparisons import n_comparisons
+def _km_cell(r: Mapping[Any, Any]) -> str:
+    return _steps(r["km_median"]) if not _nan(r["km_median"]) else f"> {_steps(r['steps_run_max'])}"
+
+
+def _span_cell(r: Mapping[Any, Any]) -> str:
+    return "-" if _nan(r["grok_min"]) else f"{_steps(r['grok_min'])} – {_steps(r['grok_max'])}"
+
+
+def _vs_cell(r: Mapping[Any, Any]) -> str:
+    return "-" if _nan(r["baseline_group"]) or r["is_baseline"] else str(r["baseline_group"])
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the human-readable table: its header, its short header in the narrow
+    terminal table (None: left out there, the legend says so) and its cell of a group's row."""
+
+    header: str
+    short: str | None
+    cell: Callable[[Mapping[Any, Any], int], str]  # (a group's row, the layout level)
+
+
+def _key_column(header: str, key: str | None) -> Column:
     from sweepgrok.analysis.stats import format_value
 
-    headers = key_labels(keys) or ["group"]
-    headers += ["grokked [95% CI]", "median grok [CI]", "mean grok ± se", "median delay [CI]"]
-    headers += ["KM median", "min–max"]
-    with_baseline = "speedup" in table
-    stratified = with_baseline and table["baseline_group"].dropna().nunique() > 1
-    holm = with_baseline and n_comparisons(table) > 1
-    paired = "paired_speedup" in table
-    if stratified:
-        headers += ["vs"]
-    if with_baseline:
-        headers += ["speed-up [CI]", "p (exact)"] + (["p Holm"] if holm else [])
-    if paired:
-        headers += ["paired speed-up [CI]"]
-    rows = []
-    for r in table.to_dict("records"):
-        cells = [format_value(r[k]) for k in keys] if keys else [str(r["label"])]
-        cells += _group_cells(r)
-        if stratified:
-            cells += ["-" if _nan(r["baseline_group"]) or r["is_baseline"] else r["baseline_group"]]
-        if with_baseline:
-            cells += [_speedup_cell(r), _p_cell(r["p"], r.get("p_se", math.nan))]
-            cells += [_p_cell(r["p_holm"], math.nan)] if holm else []
-        if paired:
-            cells += [_paired_cell(r)]
-        rows.append(cells)
+    return Column(header, header, lambda r, _c: str(r["label"]) if key is None
+                  else format_value(r[key]))
+
+
+def columns(table: pd.DataFrame, keys: list[str]) -> list[Column]:
+    """The table's columns, in order: the keys, the group's statistics, its comparison."""
+    from sweepgrok.analysis.comparisons import n_comparisons
+
+    out = [_key_column(h, k) for h, k in zip(key_labels(keys), keys, strict=True)]
+    out = out or [_key_column("group", None)]
+    out += [
+        Column("grokked [95% CI]", "grokked", _grokked_cell),
+        Column("median grok [CI]", "grok", lambda r, level: _median_cell(r, "grok", level)),
+        Column("mean grok ± se", None, lambda r, _c: _mean_cell(r)),
+        Column("median delay [CI]", "delay", lambda r, level: _median_cell(r, "delay", level)),
+        Column("KM median", "KM", lambda r, _c: _km_cell(r)),
+        Column("min–max", None, lambda r, _c: _span_cell(r)),
+    ]
+    if "speedup" in table:
+        if table["baseline_group"].dropna().nunique() > 1:  # stratified: whom each is against
+            out += [Column("vs", None, lambda r, _c: _vs_cell(r))]
+        out += [
+            Column("speed-up [CI]", "speed-up", _speedup_cell),
+            Column("p (exact)", "p", lambda r, _c: _p_cell(r["p"], r.get("p_se", math.nan))),
+        ]
+        if n_comparisons(table) > 1:
+            out += [Column("p Holm", "Holm", lambda r, _c: _p_cell(r["p_holm"], math.nan))]
+    if "paired_speedup" in table:
+        out += [Column("paired speed-up [CI]", "paired", lambda r, _c: _paired_cell(r))]
+    return out
+
+
+def display_rows(
+    table: pd.DataFrame, keys: list[str], level: int = 0
+) -> tuple[list[str], list[list[str]]]:
+    """Headers and formatted cells for the human-readable formats (table, markdown); level 1
+    and NARROWEST: the narrow terminal tables' (short headers, the columns they leave out left
+    out; NARROWEST also the medians' intervals)."""
+    shown = [c for c in columns(table, keys) if c.short is not None or not level]
+    headers = [str(c.short) if level else c.header for c in shown]
+    rows = [[c.cell(r, level) for c in shown] for r in table.to_dict("records")]
     return headers, rows
 
 
-def _terminal_text(
-    headers: list[str], rows: list[list[str]], n_keys: int, note: str, width: int
-) -> str:
-    """A rich table when it fits `width`, else one block per group; the legend wrapped."""
+def compact_note(table: pd.DataFrame, keys: list[str], level: int = 1) -> str:
+    """What a narrow table's short headers stand for, and what it leaves out."""
+    cols = columns(table, keys)
+    intervals = " (their CIs left out at this width)" if level >= NARROWEST else " [95% CI]"
+    text = (
+        "Columns: grokked = runs grokked/runs [95% Wilson CI]; grok, delay = median grok step "
+        f"and delay among grokked runs{intervals}; KM = Kaplan-Meier median"
+    )
+    if "speedup" in table:
+        baseline = table["baseline"].iloc[0] if len(table) else ""
+        text += f"; speed-up, p (exact): against the baseline {baseline} of the same stratum"
+        text += "; Holm = p Holm" if any(c.short == "Holm" for c in cols) else ""
+    if "paired_speedup" in table:
+        text += "; paired = paired speed-up [CI]"
+    left = ", ".join(c.header for c in cols if c.short is None)
+    return text + (f". Left out at this width: {left} (a wider terminal or $COLUMNS shows "
+                   "them; --format markdown always does).")
+
+
+def _terminal_text(table: pd.DataFrame, keys: list[str], note: str, width: int,
+                   strict: bool) -> str:
+    """The table as aligned columns when it fits `width`; else the first narrow table that
+    fits (short headers, a few columns left out, then the medians' intervals too; the legend
+    says so); else one block per group (`strict`: a terminal's edge; into a pipe or a file
+    only the first narrow table is tried, then the whole table: no edge)."""
     import textwrap
 
-    columns = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    fits = sum(columns) + 3 * len(columns) + 1 <= width  # rich's borders and padding
-    body = _rich_table(headers, rows, width) if fits else _stacked(headers, rows, n_keys, width)
-    return body + "\n" + textwrap.fill(note, width) + "\n"
+    headers, rows = display_rows(table, keys)
+    body = aligned(headers, rows)
+    if _widest(body) > width:
+        narrow = _narrow(table, keys, width, NARROWEST if strict else 1)  # a file: no edge
+        if narrow is not None:
+            body, note = narrow[0], narrow[1] + " " + note
+        elif strict:
+            body = _stacked(headers, rows, max(len(keys), 1), width)
+    text = textwrap.fill(note, width) if strict else note
+    return body + "\n" + text + "\n"
 
 
-def _rich_table(headers: list[str], rows: list[list[str]], width: int) -> str:
-    import io
+def _narrow(
+    table: pd.DataFrame, keys: list[str], width: int, last: int
+) -> tuple[str, str] | None:
+    """The first narrow table (levels 1 to `last`) that fits `width`, with its note; None
+    when none does."""
+    for level in range(1, last + 1):
+        body = aligned(*display_rows(table, keys, level))
+        if _widest(body) <= width:
+            return body, compact_note(table, keys, level)
+    return None
 
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
 
-    table = Table(show_lines=False, header_style="bold")
-    for h in headers:
-        table.add_column(Text(h), no_wrap=True)
-    for r in rows:
-        table.add_row(*(Text(c) for c in r))  # Text: user values are never read as markup
-    console = Console(width=width, record=True, file=io.StringIO())
-    console.print(table)
-    return console.export_text(styles=False).rstrip("\n")
+def _widest(text: str) -> int:
+    return max((len(line) for line in text.splitlines()), default=0)
+
+
+def aligned(headers: list[str], rows: list[list[str]], gap: int = 2) -> str:
+    """Plain-text columns, left-aligned, `gap` spaces apart, a rule under the headers: what a
+    terminal, a log and a copy-and-paste show alike (no box drawing to widen it)."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    sep = " " * gap
+
+    def line(cells: list[str]) -> str:
+        return sep.join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    rule = "─" * (sum(widths) + gap * (len(widths) - 1))
+    return "\n".join([line(headers), rule, *map(line, rows)])
 
 
 def _stacked(headers: list[str], rows: list[list[str]], n_keys: int, width: int) -> str:
@@ -241,14 +331,21 @@ def _stacked(headers: list[str], rows: list[list[str]], n_keys: int, width: int)
     return "\n\n".join(blocks)
 
 
-def _width() -> int:
-    """The terminal's width on a terminal. Into a pipe or a file: $COLUMNS when set, else wide
-    enough that the table stays one table (a file has no right edge)."""
+PIPE_WIDTH = 120
+"""Into a pipe or a file (no $COLUMNS): the width the table is laid out for; wider tables stay
+whole (a file has no right edge), never one block per group."""
+
+
+def _width() -> tuple[int, bool]:
+    """(width, strict): a terminal's width (strict: nothing may pass it); into a pipe or a
+    file $COLUMNS when set (strict), else PIPE_WIDTH, not strict."""
     import os
     import shutil
     import sys
 
     if sys.stdout.isatty():
-        return max(40, shutil.get_terminal_size((120, 24)).columns)
+        return max(40, shutil.get_terminal_size((120, 24)).columns), True
     columns = os.environ.get("COLUMNS", "")
-    return int(columns) if columns.isdigit() and int(columns) >= 40 else 1000
+    if columns.isdigit() and int(columns) >= 40:
+        return int(columns), True
+    return PIPE_WIDTH, False

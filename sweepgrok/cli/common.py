@@ -194,23 +194,52 @@ class PlainErrorGroup(TyperGroup):
         sys.exit(code if isinstance(code, int) else 0)
 
 
+PIPE_WIDTH = 1000
+"""Into a pipe or a file without $COLUMNS: tables are laid out as wide as they need (a log has
+no right edge; rich would otherwise assume 80 columns)."""
+
+
 def plain_console(stderr: bool = False) -> Console:
     """A rich console that prints text as given: rich markup is off, so a user's name, path or
-    value (``[/]``, ``[bold]x[/]``) is shown literally, never parsed (or refused) as markup."""
+    value (``[/]``, ``[bold]x[/]``) is shown literally, never parsed (or refused) as markup.
+
+    Into a pipe or a file no line is broken (soft wrap): a printed command, path or parameter
+    list is copied whole from a log; tables take $COLUMNS when set, else the width they need.
+    """
     from rich.console import Console
 
-    return Console(stderr=stderr, markup=False)
+    console = Console(stderr=stderr, markup=False)
+    if console.is_terminal:
+        return console
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPE_WIDTH
+    return Console(stderr=stderr, markup=False, soft_wrap=True, width=width)
+
+
+class PlainLogHandler(logging.Handler):
+    """Log records into a pipe or a file as ``LEVEL    message`` lines (rich's handler's look):
+    never wrapped, never padded to a width (rich's handler pads every line to its console's)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(f"{record.levelname:<8} {self.format(record)}\n")  # stderr now:
+            sys.stderr.flush()  # a test's capture, or the process's own
+        except Exception:  # a closed stream: logging's own policy
+            self.handleError(record)
 
 
 def setup_logging(verbose: bool = False) -> None:
-    """One rich handler on stderr for the ``sweepgrok`` logger: INFO, or DEBUG when verbose."""
+    """One handler on stderr for the ``sweepgrok`` logger (rich's on a terminal, plain lines
+    into a pipe or a file): INFO, or DEBUG when verbose."""
     from rich.logging import RichHandler
 
     logger = logging.getLogger(LOGGER)
     logger.setLevel(logging.DEBUG if verbose else logging.INFO)
     if not any(getattr(h, "_sweepgrok", False) for h in logger.handlers):
-        handler = RichHandler(
-            console=plain_console(stderr=True), show_time=False, show_path=False, markup=False
+        console = plain_console(stderr=True)
+        handler: logging.Handler = (
+            RichHandler(console=console, show_time=False, show_path=False, markup=False)
+            if console.is_terminal else PlainLogHandler()
         )
         handler._sweepgrok = True  # type: ignore[attr-defined]
         logger.addHandler(handler)

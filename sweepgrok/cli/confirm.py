@@ -33,7 +33,7 @@ from sweepgrok.cli.common import (
     plain_console,
     setup_logging,
 )
-from sweepgrok.cli.interrupted import continue_command, interrupted_exit, kept
+from sweepgrok.cli.interrupted import continue_command, interrupted_exit
 from sweepgrok.config.search_file import SearchSpec, load_search
 from sweepgrok.config.trial import ConfigError
 from sweepgrok.core import interrupt
@@ -112,9 +112,7 @@ def run_stage(
         except PartWriteError as err:
             raise cannot_write_rows(err, f"`{again}` continues") from None
     if interrupt.requested() is not None:
-        what = kept(outcome.total, outcome.terminated + outcome.errored, outcome.interrupted,
-                    outcome.errored)
-        raise interrupted_exit(what, folder, again, nothing_left=not outcome.unfinished)
+        raise interrupted_exit(folder, again)  # the counts `sweepgrok status` gives
     report(stage, sweep_dir)
     if outcome.unfinished or outcome.errored:
         console.print(f"{outcome.errored} trial(s) failed, {outcome.unfinished} unfinished: "

@@ -79,13 +79,33 @@ def status(
 
 
 def _read(sweep_dir: Path, skip_damaged: bool) -> SweepStatus:
-    from sweepgrok.analysis.sweepstatus import read_status
+    from sweepgrok.analysis.sweepstatus import NotASweep, read_status
 
     with analysis_errors():
         try:
             return read_status(sweep_dir, skip_damaged=skip_damaged)
+        except NotASweep as err:
+            raise fail(_storage_pointer(sweep_dir) or str(err)) from None
         except ConfigError as err:
             raise fail(str(err)) from None
+
+
+def _storage_pointer(folder: Path) -> str | None:
+    """For a storage folder (one holding sweep folders): that it is one, and the commands that
+    read it (`ls`) or one of its sweeps (`status`); None for any other folder."""
+    import shlex
+
+    from sweepgrok.store.storage import sweeps_under
+
+    sweeps = sweeps_under(folder) if folder.is_dir() else []
+    if not sweeps:
+        return None
+    names = ", ".join(s.name for s in sweeps[:5]) + (", ..." if len(sweeps) > 5 else "")
+    return (
+        f"{folder}: a storage folder holding {len(sweeps)} sweep folder(s) ({names}), not a "
+        f"sweep folder: `sweepgrok ls {shlex.quote(str(folder))}` lists them, "
+        f"`sweepgrok status {shlex.quote(str(sweeps[0]))}` shows one"
+    )
 
 
 def _print(state: SweepStatus, fmt: Format) -> None:

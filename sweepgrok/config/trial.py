@@ -11,7 +11,7 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -532,6 +532,8 @@ def _message(e: Any, model: Any) -> str:
         return f"unknown key '{loc_text(loc)}'{hint}: allowed {where} are {allowed}"
     allowed = _names(annotation_at(model, loc))
     if kind == "literal_error" and allowed:
+        got_text = e.get("input")
+        hint = did_you_mean(got_text, allowed.split(", ")) if isinstance(got_text, str) else ""
         msg = f"must be one of {allowed}"
     elif kind in ("model_type", "dataclass_type", "dict_type") and allowed:
         msg = f"must be a mapping with keys {allowed}"
@@ -545,6 +547,8 @@ def _message(e: Any, model: Any) -> str:
     # A validator's own message says what it got; pydantic's do not.
     shown = "input" in e and not isinstance(e["input"], dict) and kind != "value_error"
     got = f", got {quoted(e['input'])}" if shown else ""
+    if kind == "literal_error" and allowed:
+        got += hint  # layer_norm: did you mean 'layernorm'?
     if kind in ("int_type", "float_type") and is_number_text(e.get("input")):
         got += NUMBER_TEXT_HINT
     key = loc_text(loc)
@@ -564,8 +568,13 @@ def format_errors(err: ValidationError, source: str, model: Any = None) -> str:
     return where + "; ".join(shown) + (f"; and {more} more error(s)" if more else "")
 
 
-def from_tree(tree: Mapping[str, Any], source: str = "") -> Config:
-    """Validate a nested dict into a Config, raising ConfigError with the keys named."""
+def from_tree(
+    tree: Mapping[str, Any],
+    source: str = "",
+    blame: Callable[[ValidationError], str] | None = None,
+) -> Config:
+    """Validate a nested dict into a Config, raising ConfigError with the keys named (after
+    `source`, or after what `blame` says gave the values refused)."""
     where = f"{source}: " if source else ""
     if not isinstance(tree, Mapping):
         raise ConfigError(f"{where}a trial config must be a mapping of sections")
@@ -575,7 +584,7 @@ def from_tree(tree: Mapping[str, Any], source: str = "") -> Config:
     try:
         return Config.model_validate(dict(tree))
     except ValidationError as err:
-        raise ConfigError(format_errors(err, source)) from None
+        raise ConfigError(format_errors(err, blame(err) if blame else source)) from None
 
 
 def from_flat(flat: Mapping[str, Any], source: str = "") -> Config:
@@ -672,9 +681,26 @@ def _kind(doc: Any) -> str:
 
 def load_config(path: str | Path, overrides: Iterable[str] = ()) -> Config:
     """Load a trial YAML (sections task/model/optim/geomdr/grokfast/geometry/train) plus --set
-    overrides."""
+    overrides; a value refused is blamed on where it came from (the file, or the --set)."""
     tree = read_mapping(path, "sections")
-    return from_tree(merge(tree, parse_overrides(overrides)), str(path))
+    items = list(overrides)
+    given = {item.partition("=")[0].strip(): item for item in items}
+    merged = merge(tree, parse_overrides(items))
+    return from_tree(merged, str(path), blame=lambda err: _blamed(err, str(path), given))
+
+
+def _blamed(err: ValidationError, path: str, given: Mapping[str, str]) -> str:
+    """Who gave the values refused: ``--set model.norm=layer_norm`` when every refused key came
+    from a --set; ``trial.yaml with --set ...`` when a check across a section's keys failed
+    in a section a --set changed; else the file."""
+    keys = [loc_text(e["loc"]) for e in err.errors()]
+    if keys and all(k in given for k in keys):
+        return ", ".join(f"--set {excerpt(given[k])}" for k in dict.fromkeys(keys))
+    touched = [item for key, item in given.items()
+               if any(not k or key.startswith(k + ".") for k in keys)]
+    if touched:
+        return f"{path} with " + ", ".join(f"--set {excerpt(item)}" for item in touched)
+    return path
 
 
 def device_problem(device: str, cuda_graph: str = "auto") -> str | None:

@@ -102,7 +102,7 @@ def test_the_page_holds_tables_definitions_configs_and_provenance(report: Path) 
     text = report.read_text(encoding="utf-8")
     for heading in ("Grokking at test accuracy &gt;= 0.95", "Grokking at test accuracy &gt;= 0.99"):
         assert f"<h2>{heading}</h2>" in text
-    assert "<td>sphere</td><td>3/3 100% [44%, 100%]</td>" in text
+    assert '<td>sphere</td><td>3/3 100% <span class="nw">[44%, 100%]</span></td>' in text
     for term, _ in definitions.DEFINITIONS:
         assert f"<dt>{html.escape(term)}</dt>" in text
     assert "<dd>first evaluation where train accuracy ≥ <code>train.fit_threshold</code>" in text
@@ -158,6 +158,39 @@ def test_every_figure_and_table_renders_in_chromium(report: Path, tmp_path: Path
     rows = [n for n, _, _ in probe["tables"]]
     assert rows[:2] == [3, 3] and rows[-1] == 5  # header + 2 groups; 5 provenance rows
     assert all(w > 0 and h > 0 for _, w, h in probe["tables"]), probe["tables"]
+
+
+WIDTHS = """<pre id="probe"></pre><script>
+window.addEventListener("load", () => {
+  const boxes = [...document.querySelectorAll(".scroll")].map((d) => [d.scrollWidth,
+    d.clientWidth, d.getBoundingClientRect().right]);
+  document.getElementById("probe").textContent = JSON.stringify({boxes});
+});
+</script>"""
+"""The test's copy of the page: each table's box, the width its table needs and the width it has."""
+
+
+def test_the_widest_tables_fit_a_1280_pixel_window(tmp_path: Path) -> None:
+    # Two keys, strata-free comparisons with Holm and paired speed-ups: the widest analysis
+    # table there is (12 columns); before, speed-up and p sat behind a scrollbar at 1280 px.
+    out = tmp_path / "wide"
+    args = ["report", str(ROOT / "tests" / "data" / "quickstart_demo"), "--out", str(out),
+            "--by", "model.norm,model.attention", "--paired", "--html",
+            "--baseline", "model.norm=none,model.attention=softmax"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    page = tmp_path / "widths.html"
+    text = (out / "report.html").read_text(encoding="utf-8")
+    assert text.count("<th>paired speed-up [CI]</th>") == 2  # the 12-column tables are there
+    page.write_text(text.replace("</body>", WIDTHS + "\n</body>"), encoding="utf-8")
+    dom = _chromium(tmp_path, "--window-size=1280,2000", "--virtual-time-budget=10000",
+                    "--dump-dom", page.as_uri())
+    found = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S)
+    assert found and found.group(1), dom[-2000:]
+    boxes = json.loads(html.unescape(found.group(1)))["boxes"]
+    assert len(boxes) == text.count('<div class="scroll">')
+    for needed, shown, right in boxes:
+        assert needed <= shown and right <= 1280, boxes  # nothing behind a scrollbar
 
 
 def test_a_screenshot_of_the_page_is_not_blank(report: Path, tmp_path: Path) -> None:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sweepgrok.analysis.labels import key_labels, label_notes
+from sweepgrok.analysis.labels import (
+    KEY_LABELS,
+    key_labels,
+    key_named,
+    label_notes,
+    unknown_key_message,
+)
 
 
 def test_known_keys_get_short_labels_and_clashes_keep_their_paths() -> None:
@@ -20,3 +26,14 @@ def test_wd_under_adam_is_said_to_be_an_l2_term() -> None:
     adamw = adam.assign(**{"optim.optimizer": ["adamw", "adamw"]})
     assert label_notes(adamw, ["optim.weight_decay"]) == []
     assert label_notes(adam.drop(columns="optim.optimizer"), ["optim.weight_decay"]) == []
+
+
+def test_every_label_names_its_key_back() -> None:
+    # One mapping both ways: what a table's header shows, --by and --baseline accept.
+    keys = list(KEY_LABELS)
+    assert [key_named(KEY_LABELS[k], keys) for k in keys] == keys
+    assert key_named("model.norm", keys) == "model.norm"
+    assert key_named("norm", ["optim.lr"]) is None  # a label of a key the runs lack
+    message = unknown_key_message("nrom", ["model.norm", "optim.lr"], ["model.norm"])
+    assert message.startswith("unknown key 'nrom' (did you mean 'norm'?); keys that vary in "
+                              "these runs: model.norm (norm); allowed: ")

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
 
 from sweepgrok.analysis import plots, stats
+from sweepgrok.analysis.report_content import caption
 from sweepgrok.store.sink import ParquetSink
 
 EVAL = 100
@@ -176,6 +177,33 @@ def test_heatmap_with_null_values_and_no_grokking(tmp_path: Path) -> None:
     )
     path = plots.grok_heatmap(summary, "geomdr.target_dim", "geomdr.start_step", tmp_path / "h.png")
     assert_png(path)
+
+
+def test_a_pair_no_run_had_is_hatched_not_run_not_grey(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # sphere x 32 never ran; none x 16 ran and mostly did not grok (grey, "> 1,000").
+    groks = {k: v for k, v in GROKS.items() if k != ("sphere", 32)}
+    metrics, runs = stats.read_sweeps(write_sweep(tmp_path / "s", groks))
+    summary = stats.run_summary(metrics, runs)
+    drawn: dict[str, Any] = {}
+    save = plots._save
+
+    def keep(fig: Any, path: Path) -> Path:  # what the saved figure shows, then the real save
+        ax = fig.axes[0]
+        drawn["texts"] = {(t.get_position(), t.get_text()) for t in ax.texts}
+        drawn["hatched"] = [p.get_xy() for p in ax.patches if p.get_hatch()]
+        return save(fig, path)
+
+    monkeypatch.setattr(plots, "_save", keep)
+    path = plots.grok_heatmap(summary, "geomdr.target_dim", "model.norm", tmp_path / "heatmap.png")
+    assert_png(path)
+    # Columns d* 16, 32; rows none, sphere: the cell (row 1, column 1) is sphere x 32.
+    assert drawn["hatched"] == [(1, 1)]
+    assert ((1.5, 1.5), "not run") in drawn["texts"]
+    assert ((0.5, 0.5), "> 1,000\n1/3") in drawn["texts"]  # ran: a result, not "not run"
+    assert [text for _, text in drawn["texts"]].count("not run") == 1
+    assert "hatched" in caption(path, 0.99) and "not run" in caption(path, 0.99)
 
 
 def test_search_objective_plot_writes_a_png(tmp_path: Path) -> None:

@@ -141,6 +141,18 @@ def test_not_a_sweep_folder_exits_2(tmp_path: Path) -> None:
         assert "not a sweep folder" in one_line_error(res.output)
 
 
+def test_a_storage_folder_is_pointed_at_ls(sweep: Path) -> None:
+    # The folder above sweep folders, typed where a sweep folder belongs.
+    storage = sweep.parent
+    res = subprocess.run([SWEEPGROK, "status", str(storage)], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 2 and not res.stdout
+    assert one_line_error(res.stderr) == (
+        f"error: {storage}: a storage folder holding 1 sweep folder(s) ({sweep.name}), not a "
+        f"sweep folder: `sweepgrok ls {storage}` lists them, `sweepgrok status {sweep}` shows one"
+    )
+
+
 def test_a_damaged_part_exits_2_unless_skipped(sweep: Path) -> None:
     bad = sweep / "runs" / "part-9999999999999-deadbeef.parquet"
     bad.write_bytes(b"not parquet")

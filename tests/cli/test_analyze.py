@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -33,19 +35,20 @@ def _no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)
 
 
-def invoke(*args: str | Path) -> tuple[int, str]:
-    result = runner.invoke(app, ["analyze", *map(str, args)])
+def invoke(*args: str | Path, columns: int | None = None) -> tuple[int, str]:
+    env = {"COLUMNS": str(columns)} if columns else None  # the table's width, as a shell sets it
+    result = runner.invoke(app, ["analyze", *map(str, args)], env=env)
     assert "Traceback" not in result.output
     return result.exit_code, result.output
 
 
 def test_table_is_the_default(sweep: Path) -> None:
-    code, out = invoke(sweep, "--baseline", "model.norm=none")
+    code, out = invoke(sweep, "--baseline", "model.norm=none", columns=200)
     assert code == 0, out
     assert "norm" in out and "KM median" in out and "p (exact)" in out
-    (sphere_line,) = [line for line in out.splitlines() if "│ sphere" in line]
+    (sphere_line,) = [line for line in out.splitlines() if line.startswith("sphere ")]
     assert "3/3 100%" in sphere_line and "300" in sphere_line
-    (none_line,) = [line for line in out.splitlines() if "│ none" in line]
+    (none_line,) = [line for line in out.splitlines() if line.startswith("none ")]
     assert "2/3" in none_line and "baseline" in none_line and "> 1,000" not in none_line
 
 
@@ -116,7 +119,13 @@ def test_several_sweeps_together(sweep: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (["--by", "model.nrom"], ["error: --by: ", "model.norm"]),
+        (["--by", "model.nrom"], ["error: --by: unknown key 'model.nrom' (did you mean "
+                                   "'model.norm'?); keys that vary in these runs: model.norm "
+                                   "(norm); allowed: "]),
+        (["--by", "nrom"], ["error: --by: unknown key 'nrom' (did you mean 'norm'?)"]),
+        (["--baseline", "norm=spehre"], ["--baseline", "no run matches model.norm=spehre",
+                                         "(did you mean 'sphere'?)"]),
+        (["--baseline", "norm=none,model.norm=none"], ["--baseline", "model.norm is given twice"]),
         (["--threshold", "0.9"], ["error: --threshold: ", "0.95", "0.99"]),
         (["--format", "xlsx"], ["error: --format: ", "markdown"]),
         (["--plot-format", "jpg"], ["error: --plot-format: ", "svg", "pdf"]),
@@ -131,6 +140,15 @@ def test_bad_options_exit_2(sweep: Path, args: list[str], needles: list[str]) ->
     assert code == 2, out
     for needle in needles:
         assert needle in message(out), (needle, out)
+
+
+def test_by_and_baseline_take_the_names_the_table_shows(sweep: Path) -> None:
+    # The table's header says `norm`: a user types it back, in a shell.
+    short = analyze_as_typed(sweep, "--by", "norm", "--baseline", "norm=none", "--format", "csv",
+                             columns=None)
+    dotted = analyze_as_typed(sweep, "--by", "model.norm", "--baseline", "model.norm=none",
+                              "--format", "csv", columns=None)
+    assert short == dotted and "model.norm=none" in short
 
 
 def test_missing_or_empty_folder_exits_2(tmp_path: Path) -> None:
@@ -303,27 +321,75 @@ def test_a_threshold_the_runs_stopped_short_of_exits_2(tmp_path: Path) -> None:
     assert code == 0, out
 
 
-@pytest.mark.parametrize("width", [80, 120])
-def test_the_table_fits_the_terminal(tmp_path: Path, width: int) -> None:
-    from sweepgrok.analysis.tables import Format, render
-
+def strata_sweep(root: Path) -> Path:
+    """Two tasks, with and without GeomDR, 3 runs each: 4 groups in 2 strata."""
     groks = {("div", True): 1000, ("div", False): 4000, ("add", True): 900, ("add", False): 2000}
-    runs = [
+    return write_runs(root, [
         ({"task.name": t, "task.p": 11, "geomdr.enabled": on}, g + 100 * s, "completed", 9000)
         for (t, on), g in groks.items()
         for s in range(3)
-    ]
-    summary = stats.summarize_sweeps(write_runs(tmp_path / "w", runs))
-    keys = ["task.name", "geomdr.enabled"]
-    table = comparisons.analysis_table(summary, keys, "geomdr.enabled=false")
-    text = render(table, keys, Format.table, 0.99, width=width)
-    assert max(len(line) for line in text.splitlines()) <= width
+    ])
+
+
+STRATA_ARGS = ("--by", "task.name,geomdr.enabled", "--baseline", "geomdr.enabled=false")
+
+
+def analyze_as_typed(*args: str | Path, columns: int | None) -> str:
+    """`sweepgrok analyze` in a subprocess, its output into a pipe, $COLUMNS as given."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env |= {"COLUMNS": str(columns)} if columns else {}
+    proc = subprocess.run([sys.executable, "-m", "sweepgrok", "analyze", *map(str, args)],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    return proc.stdout
+
+
+def test_at_120_columns_the_table_stays_a_table_with_short_headers(tmp_path: Path) -> None:
+    out = analyze_as_typed(strata_sweep(tmp_path / "w"), *STRATA_ARGS, columns=120)
+    lines = out.splitlines()
+    assert max(map(len, lines)) <= 120
+    header = re.split(r"\s{2,}", lines[0])
+    assert header == ["task", "GeomDR", "grokked", "grok", "delay", "KM", "speed-up", "p", "Holm"]
+    rows = [re.split(r"\s{2,}", line) for line in lines[2:6]]  # one line per group
+    assert [r[:3] for r in rows] == [["add", "false", "3/3 [44–100%]"],
+                                     ["add", "true", "3/3 [44–100%]"],
+                                     ["div", "false", "3/3 [44–100%]"],
+                                     ["div", "true", "3/3 [44–100%]"]]
+    assert rows[3][3:] == ["1,100 [1,000, 1,200] †", "1,100 [1,000, 1,200] †", "1,100",
+                           "3.73 [3.33, 4.20]", "0.1", "0.2"]
+    legend = " ".join(lines[6:])  # says what the short headers are and what is left out
+    assert "KM = Kaplan-Meier median" in legend and "baseline geomdr.enabled=false" in legend
+    assert "Left out at this width: mean grok ± se, min–max, vs" in legend
+
+
+def test_at_80_columns_a_table_without_the_medians_intervals(tmp_path: Path) -> None:
+    out = analyze_as_typed(strata_sweep(tmp_path / "w"), *STRATA_ARGS, columns=80)
+    lines = out.splitlines()
+    assert max(map(len, lines)) <= 80
+    assert re.split(r"\s{2,}", lines[0]) == ["task", "GeomDR", "grokked", "grok", "delay", "KM",
+                                             "speed-up", "p", "Holm"]
+    assert re.split(r"\s{2,}", lines[5]) == ["div", "true", "3/3 [44–100%]", "1,100", "1,100",
+                                             "1,100", "3.73 [3.33, 4.20]", "0.1", "0.2"]
+    assert "(their CIs left out at this width)" in " ".join(lines[6:])
+
+
+def test_under_80_columns_each_group_is_a_block_of_lines(tmp_path: Path) -> None:
+    out = analyze_as_typed(strata_sweep(tmp_path / "w"), *STRATA_ARGS, columns=70)
+    assert max(len(line) for line in out.splitlines()) <= 70
     # Every group and every number is still there, under unambiguous labels.
-    for cell in ("task=div, GeomDR=true", "3/3 100%", "KM median", "p (exact)", "p Holm"):
-        assert cell in text
-    assert "name=" not in text and "enabled=" not in text
-    wide = render(table, keys, Format.table, 0.99, width=1000)
-    assert "│" in wide and "task" in wide.splitlines()[1]  # one table when it fits
+    for cell in ("task=div, GeomDR=true", "3/3 100%", "KM median", "p (exact)", "p Holm",
+                 "mean grok ± se", "min–max", "1,100 [1,000, 1,200] †"):
+        assert cell in out
+    assert "name=" not in out and "enabled=" not in out
+
+
+def test_into_a_pipe_the_table_and_legend_are_never_wrapped(tmp_path: Path) -> None:
+    out = analyze_as_typed(strata_sweep(tmp_path / "w"), *STRATA_ARGS, columns=None)
+    lines = out.splitlines()
+    assert len(lines) == 2 + 4 + 1  # header, rule, a line per group, the legend on one line
+    assert lines[0].startswith("task  GeomDR  grokked") and len(lines[0]) <= 120
+    wide = analyze_as_typed(strata_sweep(tmp_path / "w2"), *STRATA_ARGS, columns=250)
+    assert "mean grok ± se" in wide.splitlines()[0]  # every column where it fits
 
 
 def test_censor_interrupted_keeps_an_interrupted_run_and_says_so(
@@ -418,3 +484,17 @@ def test_by_sweep_separates_two_folders_of_one_name(tmp_path: Path) -> None:
     assert code == 0, out
     assert pd.read_csv(io.StringIO(out)).set_index("sweep")["n"].to_dict() == {
         "a/quick": 6, "b/quick": 2}
+
+
+def test_into_a_pipe_a_warning_is_one_line_neither_wrapped_nor_padded(tmp_path: Path) -> None:
+    sweep = strata_sweep(tmp_path / ("a_sweep_with_a_name_long_enough_to_pass_80_columns_" * 2))
+    (sweep / "runs" / "part-9999999999999-deadbeef.parquet").write_bytes(b"junk")
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "sweepgrok", "analyze", str(sweep), "--skip-damaged", "--format",
+         "csv"], env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (line,) = proc.stderr.splitlines()  # rich's log handler padded it to the console's width
+    assert line.startswith(f"WARNING  {sweep}: runs/part-9999999999999-deadbeef.parquet: ")
+    assert line.endswith("left out (damaged)")

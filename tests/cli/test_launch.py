@@ -163,3 +163,20 @@ def test_verbose_flag_and_the_sweepgrok_log_handler(tmp_path: Path, no_ray: Path
     result = runner.invoke(app, ["launch", str(path), "--dry-run", "--verbose"])
     assert result.exit_code == 0 and logger.level == logging.DEBUG
     assert len([h for h in logger.handlers if getattr(h, "_sweepgrok", False)]) == 1
+
+
+def test_into_a_pipe_a_long_path_is_printed_on_one_line(tmp_path: Path) -> None:
+    # rich assumes 80 columns when its output is not a terminal: the sweep folder (and the
+    # commands other commands print) came out broken over two lines in a log.
+    import os
+    import subprocess
+
+    storage = tmp_path / ("a_storage_folder_with_a_long_name_" * 3)
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "sweepgrok", "launch", str(grid_file(tmp_path)), "--dry-run",
+         "--storage", str(storage)],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"sweep folder: {storage / 'g'}\n" in proc.stdout

@@ -124,3 +124,27 @@ def test_train_and_report_record_what_a_rerun_must_match(tmp_path):
         assert got["torch_version"] == metadata.version("torch")
         assert got["torch_build"].startswith("git ") and got["device"] == "cpu"
         assert "torch kernels " in got["device_name"]
+def _refused(*args: str) -> str:
+    """`sweepgrok train ARGS` in a subprocess, as typed: exit 2 and its one error line."""
+    proc = subprocess.run([sys.executable, "-m", "sweepgrok", "train", *args],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    return line
+
+
+def test_a_refused_value_is_blamed_on_the_set_that_gave_it(tmp_path):
+    trial = tmp_path / "trial.yaml"
+    trial.write_text("model: {d_model: 64, n_heads: 4}\n")
+    assert _refused(str(trial), "--set", "model.norm=layer_norm") == (
+        "error: --set model.norm=layer_norm: model.norm: must be one of none, layernorm, "
+        "rmsnorm, sphere, got 'layer_norm' (did you mean 'layernorm'?)"
+    )
+    # A check across a section's keys: the file and the --set that changed the section.
+    assert _refused(str(trial), "--set", "model.d_model=30").startswith(
+        f"error: {trial} with --set model.d_model=30: model: model.d_model (30) must be "
+    )
+    trial.write_text("model: {norm: layer_norm}\n")  # the file's own value: the file
+    assert _refused(str(trial), "--set", "model.d_model=64").startswith(
+        f"error: {trial}: model.norm: must be one of"
+    )
