@@ -217,5 +217,19 @@ def result_text(
     if fmt is Format.markdown:
         return f"\n**Result**: {line}\n\n{note}\n"
     if fmt is Format.table:
-        return f"\nResult: {line}\n{note.replace('`', '')}\n"
+        return "\n" + fit_prose(f"Result: {line}") + fit_prose(note.replace("`", ""))
     return ""
+
+
+def fit_prose(text: str) -> str:
+    """`text` as lines within the table's width (a terminal's, or $COLUMNS: the table fits it,
+    so the sentences under it do too), broken between words; into a pipe without $COLUMNS one
+    line, never broken (a log has no right edge)."""
+    import textwrap
+
+    from sweepgrok.analysis.tables import output_width
+
+    width, strict = output_width()
+    if not strict:
+        return text + "\n"
+    return textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False) + "\n"

@@ -47,7 +47,7 @@ def render(
         return str(table.to_json(orient="records", indent=2)) + "\n"
     if fmt is Format.markdown:
         return markdown_table(*display_rows(table, keys)) + "\n\n" + legend(threshold, table) + "\n"
-    shown, strict = (width, True) if width else _width()
+    shown, strict = (width, True) if width else output_width()
     return _terminal_text(table, keys, legend(threshold, table), shown, strict)
 
 
@@ -336,7 +336,7 @@ PIPE_WIDTH = 120
 whole (a file has no right edge), never one block per group."""
 
 
-def _width() -> tuple[int, bool]:
+def output_width() -> tuple[int, bool]:
     """(width, strict): a terminal's width (strict: nothing may pass it); into a pipe or a
     file $COLUMNS when set (strict), else PIPE_WIDTH, not strict."""
     import os

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,10 @@ UNIFORM = "norm=none, attention=uniform, wd=1"
 
 def sweepgrok(*args: str) -> str:
     """stdout of the command as a user types it (exit 0)."""
-    done = subprocess.run([sys.executable, "-m", "sweepgrok", *args], cwd=ROOT,
+    # An environment without COLUMNS, given explicitly: a library in the test process may have
+    # set COLUMNS at the C level, where the child would inherit it (lines would then be wrapped).
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    done = subprocess.run([sys.executable, "-m", "sweepgrok", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return done.stdout

@@ -386,7 +386,9 @@ def test_under_80_columns_each_group_is_a_block_of_lines(tmp_path: Path) -> None
 def test_into_a_pipe_the_table_and_legend_are_never_wrapped(tmp_path: Path) -> None:
     out = analyze_as_typed(strata_sweep(tmp_path / "w"), *STRATA_ARGS, columns=None)
     lines = out.splitlines()
-    assert len(lines) == 2 + 4 + 1  # header, rule, a line per group, the legend on one line
+    # Header, rule, a line per group, the legend on one line; then, after a blank line, the
+    # result line and the grouping note, each one line however long.
+    assert len(lines) == 2 + 4 + 1 + 3 and lines[7] == "" and lines[8].startswith("Result: ")
     assert lines[0].startswith("task  GeomDR  grokked") and len(lines[0]) <= 120
     wide = analyze_as_typed(strata_sweep(tmp_path / "w2"), *STRATA_ARGS, columns=250)
     assert "mean grok ± se" in wide.splitlines()[0]  # every column where it fits
