@@ -54,7 +54,7 @@ _BOOKKEEPING_KEYS = ("train.device", "train.threads", "train.checkpoint_every")
 REPEAT_EXCLUDED = (*_BOOKKEEPING_KEYS, "train.seeds")
 """Config keys that say how a run ran, not which experiment it is: two runs from two folders
 equal in every other config key (seeds included) are the same experiment run twice."""
-STOPPED_STATUSES = ("diverged", "failed")
+STOPPED_STATUSES = events.NEVER_GROKS
 """Runs that stopped and can never grok: censored at their budget, never where they stopped."""
 SMALL_GROUP = 5
 """Below this many runs a percentile bootstrap interval is about the data's range (flagged)."""
@@ -200,7 +200,7 @@ def _qualify_shared_ids(folders: Sequence[_Folder]) -> None:
 
 def _check_metrics_present(sweep_dir: Path, runs: pd.DataFrame, metric_ids: pd.Series) -> None:
     # Without their evaluations, runs that ran would all count as censored: refuse instead.
-    ran = runs[runs["status"].isin(("grokked", "completed", "censored"))]
+    ran = runs[runs["status"].isin((*events.GROKKED_STATUSES, "censored"))]
     if len(ran) and not ran["run_id"].isin(metric_ids).any():
         raise AnalysisError(
             f"{sweep_dir}: runs/ records {len(ran)} run(s) that ran, but metrics/ holds none of "

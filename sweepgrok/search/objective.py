@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sweepgrok.train.events import reached
+from sweepgrok.train.events import NEVER_GROKS, reached
 
 MEDIAN, KM_MEDIAN = "median", "km_median"
 """The two ways a trial's runs make its objective (SearchSection.objective)."""
@@ -76,7 +76,7 @@ def censored_value(steps: int, peak_test_acc: Any, budget: int, theta: float) ->
 def run_time(row: Mapping[str, Any], metric: str, budget: int) -> tuple[float, bool]:
     """(time, censored) of one finished run: its grok step, else censored at its last step (a
     diverged or failed run at the budget: it can never grok)."""
-    if row.get("status") in ("diverged", "failed"):
+    if row.get("status") in NEVER_GROKS:
         return float(budget), True
     grok = row.get(metric)
     if grok is not None and math.isfinite(float(grok)):
@@ -87,7 +87,7 @@ def run_time(row: Mapping[str, Any], metric: str, budget: int) -> tuple[float, b
 def run_value(row: Mapping[str, Any], metric: str, theta: float, budget: int) -> float:
     """The objective of one finished run from its runs/ row (see the module docstring)."""
     status = row.get("status")
-    if status in ("diverged", "failed"):
+    if status in NEVER_GROKS:
         return worst_value(budget, theta)
     grok = row.get(metric)
     if grok is not None and math.isfinite(float(grok)):

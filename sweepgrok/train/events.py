@@ -104,6 +104,13 @@ class RunTracker:
         return cls(**state)
 
 
+NEVER_GROKS = ("diverged", "failed")
+"""Statuses of a run that stopped and can never grok: censored at its budget, never where it
+stopped (the statistics and the search's objective read them so)."""
+GROKKED_STATUSES = ("grokked", "completed")
+"""Statuses of a run that ended having grokked (at train.grok_threshold)."""
+
+
 def end_status(
     tracker: RunTracker, step: int, max_steps: int, diverged: bool, stop_after_grok: bool
 ) -> str | None:
@@ -126,7 +133,7 @@ def run_row(
     extra: dict[str, Any],
 ) -> dict[str, Any]:
     """The runs/ row: config keys by dotted path, outcome, provenance (in `extra`)."""
-    censored = status in ("censored", "diverged", "failed") and not tracker.grokked
+    censored = status in ("censored", *NEVER_GROKS) and not tracker.grokked
     gap = None
     if tracker.grok_step is not None and tracker.collapse_step is not None:
         gap = tracker.grok_step - tracker.collapse_step

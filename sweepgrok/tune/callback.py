@@ -40,6 +40,7 @@ from sweepgrok.store.sink import (
 from sweepgrok.trackers import TrackerSpec
 from sweepgrok.trackers.base import TrackedSink, tracked
 from sweepgrok.trackers.targets import absolute_spec
+from sweepgrok.train.events import GROKKED_STATUSES
 from sweepgrok.tune.progress import LiveView
 from sweepgrok.tune.prune import CheckpointPruner
 from sweepgrok.tune.trainable import CKPT_FLAG, PAYLOAD, run_ids_for
@@ -246,7 +247,7 @@ class ParquetCallback(tune.Callback):
                 self.sink.write_run(run)  # flushes the metrics first
             finished.add(rid)
             self._ended_runs.setdefault(trial_id, []).append(_ended(run))
-            if run.get("status") in ("grokked", "completed"):
+            if run.get("status") in GROKKED_STATUSES:
                 self.grokked += 1
 
     def write_failed(
