@@ -338,7 +338,7 @@ def accuracy_curves(
     summary: pd.DataFrame,
     by: Sequence[str],
     path: Path,
-    threshold: float = 0.99,
+    threshold: float = DEFAULT_GROK_THRESHOLD,
     per_run: bool = False,
 ) -> Path:
     """Test (solid) and train (dashed) accuracy per group: median over the group's seeds, band

@@ -39,7 +39,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -65,6 +65,13 @@ from sweepgrok.config.grid_file import (
 from sweepgrok.config.thresholds import GROK_STEP_COLUMNS
 from sweepgrok.config.trial import MAX_SEEDS, SEED_KEYS, Config, ConfigError, from_flat
 from sweepgrok.core.errors import excerpt, quoted
+
+if TYPE_CHECKING:
+    SearchMetric = str
+else:
+    SearchMetric = Literal[("grok_step", *GROK_STEP_COLUMNS)]
+"""A search objective: grok_step (at train.grok_threshold) or a runs/ grok_step_<tag> column,
+derived from sweepgrok.config.thresholds (never spelled here)."""
 
 StudyStorage = Literal["sqlite", "journal"]
 """Where a study lives in the sweep folder: sqlite (optuna.db) or journal (optuna.journal)."""
@@ -249,7 +256,7 @@ class SearchSection(BaseModel):
 
     model_config = FILE_CONFIG
 
-    metric: Literal["grok_step", "grok_step_95", "grok_step_99"] = "grok_step"
+    metric: SearchMetric = "grok_step"
     """Objective: the grok step at train.grok_threshold, at 0.95, or at 0.99 (runs/ columns)."""
     mode: Literal["min", "max"] = "min"
     """min: fastest grokking; max: the most delaying schedule."""

@@ -37,3 +37,29 @@ def test_the_grep_finds_a_second_spelling() -> None:
     assert pattern.search('if status in ("diverged", "failed"):')
     assert pattern.search("if status in {'x'} or s in ['failed', 'diverged']".replace("'", '"'))
     assert not pattern.search('if status in ("censored", *NEVER_GROKS):')
+
+
+def test_the_search_metrics_come_from_the_declared_thresholds() -> None:
+    from typing import get_args
+
+    from sweepgrok.config.search_file import SearchSection
+    from sweepgrok.config.thresholds import GROK_STEP_COLUMNS
+
+    metrics = get_args(SearchSection.model_fields["metric"].annotation)
+    assert metrics == ("grok_step", *GROK_STEP_COLUMNS)
+
+
+def test_every_figure_defaults_to_the_declared_threshold() -> None:
+    import inspect
+
+    from sweepgrok.analysis import plots
+    from sweepgrok.config.thresholds import DEFAULT_GROK_THRESHOLD
+
+    defaults = {
+        name: inspect.signature(fn).parameters["threshold"].default
+        for name, fn in inspect.getmembers(plots, inspect.isfunction)
+        if fn.__module__ == plots.__name__ and "threshold" in inspect.signature(fn).parameters
+    }
+    allowed = (DEFAULT_GROK_THRESHOLD, inspect.Parameter.empty)
+    odd = {n: d for n, d in defaults.items() if d not in allowed}
+    assert "accuracy_curves" in defaults and not odd, odd
