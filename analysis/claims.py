@@ -158,6 +158,34 @@ CONFIRM = "repro4_confirm_cpu"
 CONFIRM_WHEN = "claim and search file before the search's data (4ee7083 and this commit)"
 """The confirm stage of the repro4_search_cpu search: its top-ranked schedule (arm search_1)
 re-run on 8 fresh seeds beside the paper's schedule and the no-GeomDR baseline."""
+DOSE = "repro4_dose_cpu"
+DOSE_DIV = "repro4_dose_div_cpu"
+DOSE_WHEN = "claims and grids before their runs (260d84d and this commit)"
+"""The dose-response cells: the slow control's twin at weight decay 1.0, 0.1 and 0.03
+(addition) and 0.1 and 0.03 (division), no GeomDR against GeomDR from t_s 2000."""
+
+
+def dose_claims(sweep: str, task: str, weight_decays: Sequence[float],
+                factor: float) -> tuple[Claim, ...]:
+    """One cell's planned rows: GeomDR against the baseline in each cell (the paper's factor
+    against the slowest), and the success rate in the slowest."""
+    def arm(enabled: bool, weight_decay: float) -> str:
+        return f"geomdr.enabled={str(enabled).lower()},optim.weight_decay={weight_decay:g}"
+
+    slowest = min(weight_decays)
+    faster = tuple(
+        Claim(f"GeomDR (t_s = 2000) groks faster than the baseline at weight decay {wd:g} "
+              f"({task})", f"{factor:g}x at the paper's baseline" if wd == slowest else
+              "not given at this baseline", sweep, arm(True, wd), arm(False, wd),
+              factor=factor if wd == slowest else None, planned=True, when=DOSE_WHEN)
+        for wd in weight_decays)
+    success = Claim(f"GeomDR groks in more runs than the baseline within 60,000 steps at weight "
+                    f"decay {slowest:g} ({task})", "100% where the baseline failed", sweep,
+                    arm(True, slowest), arm(False, slowest), "success", planned=True,
+                    when=DOSE_WHEN)
+    return (*faster, success)
+
+
 BEST = {"tail": 0.1, "trace": 0.01, "tail_fraction": 10.0}
 """Each kind's best weight in repro3_lambda_cpu by analysis.best_weight's planned rule (a test
 recomputes it from the committed summary)."""
@@ -342,6 +370,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("The searched schedule groks faster than the baseline (slow regime)",
           "362K -> ~7K steps", CONFIRM, "arm=search_1", "arm=baseline", factor=52,
           planned=True, when=CONFIRM_WHEN),
+    *dose_claims(DOSE, "addition", (1.0, 0.1, 0.03), 52),
+    *dose_claims(DOSE_DIV, "division", (0.1, 0.03), 39),
     Claim("GeomDR accelerates the Transformer", "~2x", "../accelerators",
           "model.arch=transformer,accelerator.arm=geomdr",
           "model.arch=transformer,accelerator.arm=baseline", factor=2,
