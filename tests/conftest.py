@@ -63,6 +63,20 @@ def tiny_config(
     return flat
 
 
+GROK_APART = {
+    "task.p": 23, "task.train_fraction": 0.8, "model.d_model": 32, "model.d_mlp": 64,
+    "model.norm": "sphere", "optim.weight_decay": 0.0, "optim.lr": 1e-2, "train.max_steps": 160,
+    "train.eval_every": 10, "train.grok_threshold": 0.6, "train.threads": 1,
+    "geometry.sample": 32, "geometry.knn_k": 3, "train.seeds": [0, 1, 2, 3],
+}
+"""Overrides of the tiny trial (with train.early_evals at its default) for four seeds in
+lockstep of which some grok (test acc >= 0.6) around step 130 and others not before 160:
+members end at different evaluations (tests/train/test_trainer_seeds.py, test_graphstep.py).
+Equal rows to float tolerance is a CPU fact: on CUDA the batched and the separate runs'
+products are different cuBLAS kernels (bmm, mm) that round differently, and this lr-1e-2 run
+amplifies that to ~1% in train accuracy by step 80 (seen on an H200); train.device stays cpu."""
+
+
 def tiny_tree(
     overrides: Mapping[str, Any] | None = None, *, defaults: Iterable[str] = ()
 ) -> dict[str, Any]:
@@ -86,6 +100,23 @@ def write_grid(path: Path, name: str, **doc: Any) -> Path:
     """A grid file with the tiny trial as its base (overridable) and the given top-level keys."""
     full = {"name": name, "base": tiny_tree(), **doc}
     path.write_text(yaml.safe_dump(full, sort_keys=False))
+    return path
+
+
+SEARCH_BASE = {"geomdr": {"enabled": True}, "train": {"max_steps": 1000, "eval_every": 50}}
+SEARCH_SPACE = {
+    "geomdr.lambda_max": {"loguniform": [0.01, 1.0]}, "geomdr.start_step": {"int": [0, 500]},
+}
+"""The base and space of write_search's file (a GeomDR search; nothing of it trains)."""
+
+
+def write_search(folder: Path, search: dict[str, Any] | None = None, **top: Any) -> Path:
+    """folder/search.yaml: search "s" over SEARCH_SPACE from SEARCH_BASE, with `search` keys
+    over its search section and `top` top-level keys."""
+    doc = {"name": "s", "base": SEARCH_BASE, "search": {"space": SEARCH_SPACE, **(search or {})},
+           **top}
+    path = folder / "search.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
 
 
@@ -170,6 +201,23 @@ def ray_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
         pass
     stop_pids(tagged_pids(tag))
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Slow tests first, those with the longest timeout first (a timeout is about 3x the
+    measured time), the rest in file order. `make test` runs both tiers in one session on 4
+    xdist workers (--dist loadgroup: each worker takes the next test as it frees up): the slow
+    Ray tests, which mostly wait on Ray, start at once and run beside one another, and the
+    fast ones fill the cores behind them instead of waiting for the longest to end."""
+    default = float(config.getini("timeout") or 0)
+
+    def order(item: pytest.Item) -> tuple[int, float]:
+        if item.get_closest_marker("slow") is None:
+            return (1, 0.0)
+        mark = item.get_closest_marker("timeout")
+        return (0, -float(mark.args[0] if mark and mark.args else default))
+
+    items.sort(key=order)  # stable: file order within each key
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -333,6 +381,57 @@ def assert_exactly_once(sweep_dir: Path, n_runs: int) -> Any:
         schedule = eval_steps(int(run["train.max_steps"]), int(run["train.eval_every"]), False)
         assert steps == [s for s in schedule if s <= run["steps_run"]], (run["run_id"], steps)
     return runs
+
+
+# ---- a sweep folder caught mid-sweep (tests/analysis/test_sweepstatus.py, cli/test_status.py)
+
+
+def run_row(trial: str, norm: str, status: str, grok: int | None, steps: int) -> dict[str, Any]:
+    """A run row of trial `trial` of the mid-sweep folder (sweep "st", one seed per trial)."""
+    return {
+        "run_id": f"st-{trial}", "trial_id": trial, "sweep": "st", "status": status,
+        "grok_step": grok, "grok_step_99": grok, "grok_step_95": grok, "steps_run": steps,
+        "censored": grok is None, "model.norm": norm, "train.seed": 1, "train.max_steps": 200,
+        "train.grok_threshold": 0.99,
+    }
+
+
+def tune_entry(trial: str, status: str, seconds: float | None = None) -> list[str]:
+    """One trial of Tune's experiment snapshot, in its layout: [trial JSON, run-metadata JSON]."""
+    import json
+
+    meta = {"trial_id": trial, "status": status, "config": {"cfg": {"train.seeds": None}}}
+    run = {"last_result": {} if seconds is None else {"time_total_s": seconds}}
+    return [json.dumps(meta), json.dumps(run)]
+
+
+def write_midsweep(d: Path) -> Path:
+    """A grid of 6 trials caught mid-sweep in folder `d` (named "st"): t0 done, t1 done (its
+    rows are newer than Tune's snapshot), t2 failed, t3 running, t4 pending in Tune, t5 not
+    started."""
+    import json
+
+    from sweepgrok.store.sink import RUNS_SCHEMA, to_table, write_part
+
+    d.mkdir()
+    write_grid(d / "sweep.yaml", "st", grid={"model.norm": ["none", "sphere"]}, seeds=[1, 2, 3])
+    rows = [
+        run_row("t0", "none", "grokked", 100, 100),
+        run_row("t1", "none", "censored", None, 200),
+        run_row("t2", "sphere", "failed", None, 40),
+    ]
+    for row in rows:
+        write_part(d / "runs", to_table([row], RUNS_SCHEMA))
+    (d / "tune").mkdir()
+    snapshot = {"trial_data": [
+        tune_entry("t0", "TERMINATED", 100.0),
+        tune_entry("t1", "RUNNING", 60.0),
+        tune_entry("t2", "ERROR", 30.0),
+        tune_entry("t3", "RUNNING", 10.0),
+        tune_entry("t4", "PENDING"),
+    ]}
+    (d / "tune" / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps(snapshot))
+    return d
 
 
 # --- hand-built point clouds (tests/train/test_geometry.py, test_geomdr.py) --------------------

@@ -20,11 +20,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import TAG_ENV, stop_pids, tagged_pids, wait_until
 
 from sweepgrok.tune.callback import TUNE_DIR
 
 RAY = str(Path(sys.executable).parent / "ray")
+
+ONE_CLUSTER_AT_A_TIME = pytest.mark.xdist_group("two-node-cluster")
+"""On the tests that start a two-node cluster: `make test` runs tests side by side on 4 xdist
+workers (--dist loadgroup), and these run one after another on one of them. Each cluster is
+two raylets, a GCS and sometimes a dashboard on the 2 cores, and node-loss detection counts on
+heartbeats that a node starved by a second cluster could miss."""
 
 
 def free_ports(n: int) -> list[int]:

@@ -1,11 +1,12 @@
-"""`sweepgrok status`: trial states, groups and time left from a hand-built sweep folder (every
-state at once), its JSON keys, and refusals (not a sweep folder, a damaged part)."""
+"""What `sweepgrok status` shows (sweepgrok.analysis.sweepstatus): trial states, groups and time
+left from a hand-built sweep folder (every state at once), the driver's heartbeat, and a real
+launched sweep. The command itself (its JSON keys, table, refusals, --watch):
+tests/cli/test_status.py."""
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import one_line_error, tiny_tree, write_grid
+from conftest import run_row, tiny_tree, tune_entry, write_grid, write_midsweep
 from typer.testing import CliRunner
 
 from sweepgrok.analysis.sweepstatus import read_status
@@ -26,54 +27,11 @@ from sweepgrok.store.sink import RUNS_SCHEMA, to_table, write_part
 runner = CliRunner()
 SWEEPGROK = str(Path(sys.executable).parent / "sweepgrok")
 
-JSON_KEYS = {
-    "sweep_dir", "kind", "trials", "runs", "groups", "search", "last_write",
-    "seconds_since_write", "mean_trial_s", "time_left_s", "driver", "notes",
-}
-TRIAL_KEYS = {"total", "done", "running", "pending", "failed", "interrupted"}
-GROUP_KEYS = {"group", "label", "runs", "grokked", "grok_median", "km_median"}
-
-
-def run_row(trial: str, norm: str, status: str, grok: int | None, steps: int) -> dict[str, Any]:
-    return {
-        "run_id": f"st-{trial}", "trial_id": trial, "sweep": "st", "status": status,
-        "grok_step": grok, "grok_step_99": grok, "grok_step_95": grok, "steps_run": steps,
-        "censored": grok is None, "model.norm": norm, "train.seed": 1, "train.max_steps": 200,
-        "train.grok_threshold": 0.99,
-    }
-
-
-def tune_entry(trial: str, status: str, seconds: float | None = None) -> list[str]:
-    """One trial of Tune's experiment snapshot, in its layout: [trial JSON, run-metadata JSON]."""
-    meta = {"trial_id": trial, "status": status, "config": {"cfg": {"train.seeds": None}}}
-    run = {"last_result": {} if seconds is None else {"time_total_s": seconds}}
-    return [json.dumps(meta), json.dumps(run)]
-
 
 @pytest.fixture
 def sweep(tmp_path: Path) -> Path:
-    """A grid of 6 trials caught mid-sweep: t0 done, t1 done (its rows are newer than Tune's
-    snapshot), t2 failed, t3 running, t4 pending in Tune, t5 not started."""
-    d = tmp_path / "st"
-    d.mkdir()
-    write_grid(d / "sweep.yaml", "st", grid={"model.norm": ["none", "sphere"]}, seeds=[1, 2, 3])
-    rows = [
-        run_row("t0", "none", "grokked", 100, 100),
-        run_row("t1", "none", "censored", None, 200),
-        run_row("t2", "sphere", "failed", None, 40),
-    ]
-    for row in rows:
-        write_part(d / "runs", to_table([row], RUNS_SCHEMA))
-    (d / "tune").mkdir()
-    snapshot = {"trial_data": [
-        tune_entry("t0", "TERMINATED", 100.0),
-        tune_entry("t1", "RUNNING", 60.0),
-        tune_entry("t2", "ERROR", 30.0),
-        tune_entry("t3", "RUNNING", 10.0),
-        tune_entry("t4", "PENDING"),
-    ]}
-    (d / "tune" / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps(snapshot))
-    return d
+    """conftest.write_midsweep: a grid of 6 trials caught mid-sweep."""
+    return write_midsweep(tmp_path / "st")
 
 
 def test_every_state_from_the_folder(sweep: Path) -> None:
@@ -112,81 +70,6 @@ def test_no_estimate_before_a_trial_is_done(sweep: Path) -> None:
     s = read_status(sweep)
     assert s.counts == {"done": 0, "running": 1, "pending": 5, "failed": 0, "interrupted": 0}
     assert s.time_left_s is None and s.mean_trial_s is None and s.groups == []
-
-
-def test_json_has_the_documented_keys(sweep: Path) -> None:
-    res = runner.invoke(app, ["status", str(sweep), "--format", "json"])
-    assert res.exit_code == 0, res.output
-    doc = json.loads(res.stdout)
-    assert set(doc) == JSON_KEYS
-    assert set(doc["trials"]) == TRIAL_KEYS and doc["trials"]["total"] == 6
-    assert set(doc["runs"]) == {"recorded", "grokked", "threshold"}
-    assert all(set(g) == GROUP_KEYS for g in doc["groups"]) and len(doc["groups"]) == 2
-    assert doc["search"] is None and doc["time_left_s"] == 250.0
-    assert doc["last_write"].endswith("Z")
-
-
-def test_table_names_states_and_groups(sweep: Path) -> None:
-    res = runner.invoke(app, ["status", str(sweep)])
-    assert res.exit_code == 0, res.output
-    assert "2/6 done, 1 running, 2 pending, 1 failed" in res.stdout
-    assert "norm=none" in res.stdout and "~4m10s" in res.stdout  # 250 s left
-
-
-def test_not_a_sweep_folder_exits_2(tmp_path: Path) -> None:
-    (tmp_path / "notes.txt").write_text("hello")
-    for folder in (tmp_path, tmp_path / "missing"):
-        res = runner.invoke(app, ["status", str(folder)])
-        assert res.exit_code == 2
-        assert "not a sweep folder" in one_line_error(res.output)
-
-
-def test_a_storage_folder_is_pointed_at_ls(sweep: Path) -> None:
-    # The folder above sweep folders, typed where a sweep folder belongs.
-    storage = sweep.parent
-    res = subprocess.run([SWEEPGROK, "status", str(storage)], capture_output=True, text=True,
-                         timeout=120)
-    assert res.returncode == 2 and not res.stdout
-    assert one_line_error(res.stderr) == (
-        f"error: {storage}: a storage folder holding 1 sweep folder(s) ({sweep.name}), not a "
-        f"sweep folder: `sweepgrok ls {storage}` lists them, `sweepgrok status {sweep}` shows one"
-    )
-
-
-def test_a_damaged_part_exits_2_unless_skipped(sweep: Path) -> None:
-    bad = sweep / "runs" / "part-9999999999999-deadbeef.parquet"
-    bad.write_bytes(b"not parquet")
-    res = runner.invoke(app, ["status", str(sweep)])
-    assert res.exit_code == 2 and "runs/part-9999999999999-deadbeef.parquet" in one_line_error(
-        res.output)
-    res = runner.invoke(app, ["status", str(sweep), "--skip-damaged", "--format", "json"])
-    assert res.exit_code == 0, res.output
-    assert json.loads(res.stdout)["runs"]["recorded"] == 3
-
-
-def test_watch_in_a_pipe_prints_again_and_ctrl_c_exits_130_with_one_line(sweep: Path) -> None:
-    # A real process, as typed: its stdout is a pipe, so --watch prints plain JSON documents.
-    # SIGINT at its default, as in a terminal's foreground job: a background job of a shell
-    # without job control (`make test &`) inherits it ignored, and Python keeps it ignored.
-    proc = subprocess.Popen(
-        [SWEEPGROK, "status", str(sweep), "--watch", "--every", "0.5", "--format", "json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    assert proc.stdout is not None
-    lines = []
-    for line in proc.stdout:  # blocks until the command prints: no sleep
-        lines.append(line)
-        if line.startswith("}") and len([x for x in lines if x.startswith("}")]) == 2:
-            break
-    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: a terminal signals the process group
-    # communicate reads both pipes while it waits: a watch that printed on into a full stdout
-    # pipe would otherwise wait on this test (seen once in a fresh-clone `make test`).
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130
-    assert err.splitlines() == [f"stopped watching {sweep} (the sweep itself goes on)"]
-    first = "".join(lines).split("}\n{")[0] + "}"
-    assert json.loads(first)["trials"]["done"] == 2
 
 
 def test_status_reads_no_ray(sweep: Path) -> None:

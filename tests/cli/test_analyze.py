@@ -160,22 +160,6 @@ def test_missing_or_empty_folder_exits_2(tmp_path: Path) -> None:
     )
 
 
-def test_report_command_writes_the_same_report(sweep: Path, tmp_path: Path) -> None:
-    out = tmp_path / "report"
-    args = ["report", str(sweep), "--out", str(out), "--baseline", "model.norm=none"]
-    result = runner.invoke(app, [*args, "--threshold", "0.95"])
-    assert result.exit_code == 0, result.output
-    assert result.stdout.strip() == f"wrote {out / 'report.md'}"
-    text = (out / "report.md").read_text()
-    assert "| sphere | 3/3 100%" in text and "## Figures (grok = test accuracy >= 0.95)" in text
-    assert {p.name for p in out.iterdir()} >= {"runs.csv", "groups_95.csv", "groups_99.csv"}
-    assert (out / "figures" / "survival.png").is_file()
-    result = runner.invoke(app, ["report", str(sweep), "--out", str(out), "--by", "model.nrom"])
-    assert result.exit_code == 2 and message(result.output).startswith("error: --by: ")
-    result = runner.invoke(app, ["report", str(sweep)])
-    assert result.exit_code == 2 and "--out" in message(result.output)
-
-
 def test_threshold_defaults_to_the_runs_own(tmp_path: Path) -> None:
     sweep = write_sweep(tmp_path / "p1", {"none": [500, 600]}, grok_threshold=0.95)
     code, out = invoke(sweep)
@@ -414,24 +398,6 @@ def test_censor_interrupted_keeps_an_interrupted_run_and_says_so(
     assert result.exit_code == 0, result.output
     assert "1 interrupted run(s) kept (--censor-interrupted)" in (out / "report.md").read_text()
     assert "stopped" in pd.read_csv(out / "runs.csv")["run_id"].tolist()
-
-
-def test_a_report_grouped_by_wd_under_adam_says_wd_is_an_l2_term(tmp_path: Path) -> None:
-    sweep = tmp_path / "adam"
-    sink = ParquetSink(sweep)
-    for i, wd in enumerate((0.0, 0.0, 0.005, 0.005)):
-        overrides = {"optim.optimizer": "adam", "optim.weight_decay": wd, "train.seed": i}
-        row = {**flatten(update(Config(), overrides)), "run_id": f"r{i}"}
-        sink.write_metrics([{"run_id": f"r{i}", "step": s, "train_acc": 1.0, "test_acc": acc}
-                            for s, acc in ((0, 0.1), (100, 0.99))])
-        sink.write_run({**row, "status": "grokked", "steps_run": 100, "censored": False})
-    sink.flush()
-    out = tmp_path / "report"
-    result = runner.invoke(app, ["report", str(sweep), "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    text = (out / "report.md").read_text()
-    assert "Grouped by the keys that vary across runs: `optim.weight_decay`." in text
-    assert "`wd` (`optim.weight_decay`) is the L2 coefficient added to the gradient" in text
 
 
 def _train(out: Path) -> None:

@@ -10,16 +10,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import tiny_tree
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
 
 runner = CliRunner()
-BASE = {
-    "task": {"p": 11},
-    "model": {"d_model": 16, "n_heads": 2, "d_mlp": 32},
-    "train": {"max_steps": 50, "eval_every": 25},
-}
+BASE = tiny_tree({"task.p": 11, "train.max_steps": 50, "train.eval_every": 25})
 
 
 def grid_file(tmp_path: Path, **doc: object) -> Path:
@@ -106,23 +103,6 @@ def test_refuses_a_folder_with_runs(tmp_path: Path, no_ray: Path) -> None:
     assert result.exit_code == 2
     assert "--resume" in result.output and "--fresh" in result.output
     assert (tmp_path / "runs" / "g" / "runs" / "part-1.parquet").exists()  # nothing lost
-
-
-def test_validate_kinds(tmp_path: Path, no_ray: Path) -> None:
-    grid = grid_file(tmp_path, grid={"model.norm": ["none", "sphere"]}, seeds=[1, 2])
-    result = runner.invoke(app, ["validate", str(grid)])
-    assert result.exit_code == 0, result.output
-    assert result.output.strip() == "grid g: 4 trials over model.norm, train.seed"
-    trial = tmp_path / "trial.yaml"
-    trial.write_text(yaml.safe_dump(BASE))
-    result = runner.invoke(app, ["validate", str(trial)])
-    assert result.exit_code == 0 and result.output.startswith("trial trial:")
-    trial.write_text(yaml.safe_dump({"task": {"p": "many"}}))
-    result = runner.invoke(app, ["validate", str(trial)])
-    assert result.exit_code == 2 and "task.p" in result.output
-    bad = grid_file(tmp_path, seeds=[1], grid={"optim.lr": [-1.0]})
-    result = runner.invoke(app, ["validate", str(bad)])
-    assert result.exit_code == 2 and "optim.lr" in result.output
 
 
 def test_an_empty_folder_is_not_refused(tmp_path: Path, no_ray: Path) -> None:

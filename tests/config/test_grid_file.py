@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import tiny_tree
 
 from sweepgrok.config.grid_file import Resources, is_grid_doc, load_grid, read_common
 from sweepgrok.config.trial import ConfigError
 
-BASE = {"task": {"p": 23}, "train": {"max_steps": 100}}
+BASE = tiny_tree({"task.p": 23, "train.max_steps": 100})
 
 
 def write(tmp_path: Path, doc: dict, name: str = "g.yaml") -> Path:

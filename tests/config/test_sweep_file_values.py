@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import assert_each_refuses, one_line_error
+from conftest import assert_each_refuses, one_line_error, tiny_tree
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
@@ -22,11 +22,7 @@ from sweepgrok.config.search_file import load_search
 from sweepgrok.config.trial import ConfigError
 
 runner = CliRunner()
-BASE = {
-    "task": {"p": 11},
-    "model": {"d_model": 16, "n_heads": 2, "d_mlp": 32},
-    "train": {"max_steps": 50, "eval_every": 25},
-}
+BASE = tiny_tree({"task.p": 11, "train.max_steps": 50, "train.eval_every": 25})
 SEARCH = {"space": {"optim.lr": {"loguniform": [1.0e-4, 1.0e-2]}}}
 
 

@@ -28,7 +28,14 @@ import pandas as pd
 import pytest
 import torch
 from conftest import assert_exactly_once, raw_rows, tiny_tree, wait_until, write_grid
-from ray_cluster import Cluster, descendants, failures, raylet_of, two_node_cluster
+from ray_cluster import (
+    ONE_CLUSTER_AT_A_TIME,
+    Cluster,
+    descendants,
+    failures,
+    raylet_of,
+    two_node_cluster,
+)
 
 from sweepgrok.config.grid_file import load_grid
 from sweepgrok.config.trial import Config, from_flat
@@ -37,7 +44,7 @@ from sweepgrok.store.sink import ParquetSink, read_metrics, read_runs
 from sweepgrok.train.trainer import train
 from sweepgrok.tune.callback import TUNE_DIR
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, ONE_CLUSTER_AT_A_TIME]
 
 SWEEPGROK = str(Path(sys.executable).parent / "sweepgrok")
 SWEEP = "chaos"

@@ -31,6 +31,7 @@ import pytest
 import yaml
 from conftest import assert_exactly_once, raw_rows, tiny_tree, wait_until, write_grid
 from ray_cluster import (
+    ONE_CLUSTER_AT_A_TIME,
     RAY,
     Cluster,
     descendants,
@@ -45,7 +46,7 @@ from sweepgrok.config.grid_file import load_grid
 from sweepgrok.config.trial import nest
 from sweepgrok.store.sink import read_metrics, read_runs
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, ONE_CLUSTER_AT_A_TIME]
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from conftest import assert_exactly_once, write_grid
-from ray_cluster import RAY, Cluster, two_node_cluster
+from ray_cluster import ONE_CLUSTER_AT_A_TIME, RAY, Cluster, two_node_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB_COMMAND = re.compile(r"`(RAY_AUTH_MODE=token ray job submit [^`]+)`")
@@ -52,6 +52,7 @@ def as_typed(command: str, cluster: Cluster, grid: Path, storage: Path) -> list[
 
 
 @pytest.mark.slow
+@ONE_CLUSTER_AT_A_TIME
 @pytest.mark.timeout(600)  # 212 s measured (load ~25)
 def test_the_readme_ray_job_recipe_runs_a_grid_on_two_nodes(
     tmp_path: Path, ray_env: dict[str, str]

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import assert_plain_readers_read_one_row_per_key
+import yaml
+from conftest import assert_plain_readers_read_one_row_per_key, tiny_config, tiny_tree
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
@@ -28,19 +29,13 @@ ROOT = Path(__file__).parents[2]
 SWEEPGROK = str(Path(sys.executable).parent / "sweepgrok")
 runner = CliRunner()
 
-TRIAL = """\
-task: {name: add, p: 11, train_fraction: 0.6}
-model: {d_model: 16, n_heads: 2, d_mlp: 32}
-geometry: {sample: 32, knn_k: 3}
-train:
-  max_steps: 900
-  eval_every: 300        # evaluations at 0, 300, 600, 900: a signal has 300 steps to land
-  early_evals: false
-  seeds: [0, 1]
-  stop_after_grok: false
-  checkpoint_every: 1    # a checkpoint at 300 and 600 (never at step 0 or the last)
-  threads: 1
-"""
+TRIAL = tiny_tree({
+    "task.p": 11, "geometry.sample": 32, "geometry.knn_k": 3, "train.max_steps": 900,
+    "train.eval_every": 300,  # evaluations at 0, 300, 600, 900: a signal has 300 steps to land
+    "train.seeds": [0, 1], "train.stop_after_grok": False,
+    "train.checkpoint_every": 1,  # a checkpoint at 300 and 600 (never at step 0 or the last)
+    "train.threads": 1,
+})
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -57,7 +52,7 @@ def one_thread():
 @pytest.fixture(scope="module")
 def trial(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("trial") / "tiny.yaml"
-    path.write_text(TRIAL)
+    path.write_text(yaml.safe_dump(TRIAL))
     return path
 
 
@@ -253,10 +248,10 @@ def test_a_checkpoint_where_a_run_ended_does_not_train_it_again(tmp_path):
     from sweepgrok.store.sink import ListSink
     from sweepgrok.train.trainer import train
 
-    cfg = from_flat({"task.p": 11, "model.d_model": 16, "model.n_heads": 2, "model.d_mlp": 32,
-                     "geometry.sample": 32, "train.max_steps": 60, "train.eval_every": 10,
-                     "train.early_evals": False, "train.seeds": [0, 1],
-                     "train.stop_after_grok": False})
+    cfg = from_flat(tiny_config({"task.p": 11, "geometry.sample": 32, "train.max_steps": 60,
+                                 "train.eval_every": 10, "train.seeds": [0, 1],
+                                 "train.stop_after_grok": False},
+                                defaults=["task.train_fraction"]))
 
     def stop_first_at_30(report, crash=False):
         if report.step == 30:
@@ -294,10 +289,10 @@ def test_the_bar_counts_runs_that_reached_the_threshold_without_stop_after_grok(
     from sweepgrok.train.trainer import train
 
     theta = 0.1  # above chance (1/11) for some seeds of this tiny model from step 0 on
-    cfg = from_flat({"task.p": 11, "model.d_model": 16, "model.n_heads": 2, "model.d_mlp": 32,
-                     "geometry.sample": 32, "train.max_steps": 40, "train.eval_every": 10,
-                     "train.seeds": [3, 4, 5, 6, 7], "train.stop_after_grok": False,
-                     "train.grok_threshold": theta})
+    cfg = from_flat(tiny_config({"task.p": 11, "geometry.sample": 32, "train.max_steps": 40,
+                                 "train.eval_every": 10, "train.seeds": [3, 4, 5, 6, 7],
+                                 "train.stop_after_grok": False, "train.grok_threshold": theta},
+                                defaults=["task.train_fraction", "train.early_evals"]))
     sink, shown = ListSink(), []
     with _Progress(40, 5, True, theta) as prog:
         def on_eval(report):

@@ -31,7 +31,7 @@ from conftest import (
 )
 from failing_trainer import PLANNED, fail_once
 from ray import tune
-from ray_cluster import two_node_cluster
+from ray_cluster import ONE_CLUSTER_AT_A_TIME, two_node_cluster
 
 from sweepgrok.config.grid_file import load_grid
 from sweepgrok.store.sink import read_metrics, read_runs
@@ -270,6 +270,7 @@ def test_killed_driver_resumes_without_rerunning_or_duplicates(
         assert (raw_runs["run_id"] == run_id).sum() == 1, run_id
 
 
+@ONE_CLUSTER_AT_A_TIME
 @pytest.mark.timeout(180)  # 51 s measured
 def test_two_node_cluster_runs_trials_on_both_nodes(
     tmp_path: Path, ray_env: dict[str, str]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import tiny_tree
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
@@ -17,7 +18,7 @@ from sweepgrok.core.errors import QUOTE_LIMIT
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[2]
-BASE = {"task": {"p": 11}, "model": {"d_model": 16, "n_heads": 2, "d_mlp": 32}}
+BASE = tiny_tree({"task.p": 11})
 
 
 def run(*args: str) -> tuple[int, str]:

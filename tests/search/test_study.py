@@ -10,24 +10,16 @@ from typing import Any
 import optuna
 import pytest
 import yaml
-from typer.testing import CliRunner
+from conftest import SEARCH_BASE as BASE
+from conftest import SEARCH_SPACE as SPACE
+from conftest import write_search as write
 
-from sweepgrok.cli import app
 from sweepgrok.config.search_file import load_search
 from sweepgrok.config.trial import ConfigError, load_config
 from sweepgrok.search import objective
 from sweepgrok.search import study as S
 
 ROOT = Path(__file__).resolve().parents[2]
-BASE = {"geomdr": {"enabled": True}, "train": {"max_steps": 1000, "eval_every": 50}}
-SPACE = {"geomdr.lambda_max": {"loguniform": [0.01, 1.0]}, "geomdr.start_step": {"int": [0, 500]}}
-
-
-def write(tmp_path: Path, search: dict[str, Any] | None = None, **top: Any) -> Path:
-    doc = {"name": "s", "base": BASE, "search": {"space": SPACE, **(search or {})}, **top}
-    path = tmp_path / "search.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
 
 
 # ---- search files ------------------------------------------------------------------------------
@@ -293,41 +285,6 @@ def test_sampler_reseeds_on_resume():
     assert S.sampler_seed(0, 5) != S.sampler_seed(0, 6) != 0
 
 
-# ---- CLI edge: exit 2, nothing written -------------------------------------------------------
-
-
-def test_cli_bad_file_exits_2_without_traceback(tmp_path):
-    path = write(
-        tmp_path,
-        {"space": {"geomdr.lambda_max": {"loguniform": [0, 1]}}},
-        storage=str(tmp_path / "out"),
-    )
-    res = CliRunner().invoke(app, ["search", str(path)])
-    assert res.exit_code == 2 and "geomdr.lambda_max" in res.output
-    assert "Traceback" not in res.output and not (tmp_path / "out").exists()
-
-
-def test_cli_refuses_an_existing_study_without_resume(tmp_path):
-    path = write(tmp_path, storage=str(tmp_path / "out"))
-    spec = load_search(path)
-    S.write_study_record(spec.sweep_dir(), S.new_study_record(spec, spec.sweep_dir()))
-    res = CliRunner().invoke(app, ["search", str(path)])
-    assert res.exit_code == 2 and "--resume" in res.output
-    res = CliRunner().invoke(app, ["search", str(path), "--resume", "--fresh"])
-    assert res.exit_code == 2
-
-
-def test_cli_resume_refuses_a_changed_space(tmp_path):
-    path = write(tmp_path, storage=str(tmp_path / "out"))
-    spec = load_search(path)
-    S.write_study_record(spec.sweep_dir(), S.new_study_record(spec, spec.sweep_dir()))
-    write(
-        tmp_path, {"space": {"geomdr.start_step": {"int": [0, 600]}}}, storage=str(tmp_path / "out")
-    )
-    res = CliRunner().invoke(app, ["search", str(path), "--resume"])
-    assert res.exit_code == 2 and "changed" in res.output
-
-
 # ---- the optuna-dashboard command -------------------------------------------------------------
 
 
@@ -344,26 +301,3 @@ def test_dashboard_command_opens_the_sweeps_own_study_in_optuna_dashboard(tmp_pa
     assert command[2:] == ["--host", "127.0.0.1", "--port", "8123"]
     summaries = get_storage(command[1]).get_all_studies()
     assert [s.study_name for s in summaries] == [record["study_name"]]
-
-
-@pytest.mark.parametrize("installed", [True, False])
-def test_the_dashboard_command_is_printed_on_one_line(tmp_path, monkeypatch, capsys, installed):
-    import importlib.util
-    import shlex
-
-    from sweepgrok.cli.search import print_dashboard_command
-
-    real = importlib.util.find_spec
-    missing = {"optuna_dashboard"} if not installed else set()
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name in missing else real(name, *a)
-    )
-    deep = tmp_path / ("a-long-folder-name-" * 6) / "with space"
-    record = S.new_study_record(load_search(write(tmp_path)), deep)
-    print_dashboard_command(record)
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 1, lines
-    command = shlex.join(S.dashboard_command(record))
-    hint = "pip install 'sweepgrok[dashboard]', then " if not installed else ""
-    assert lines[0] == f"study dashboard: {hint}{command}"
-    assert shlex.split(command)[1] == f"sqlite:///{deep / 'optuna.db'}"

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import tiny_tree
 from typer.testing import CliRunner
 
 from sweepgrok.cli import app
@@ -17,11 +18,7 @@ from sweepgrok.search import study as S
 from sweepgrok.store.sweepdir import MARKER, SWEEP_FILE
 
 runner = CliRunner()
-BASE = {
-    "task": {"p": 11},
-    "model": {"d_model": 16, "n_heads": 2, "d_mlp": 32},
-    "train": {"max_steps": 50, "eval_every": 25},
-}
+BASE = tiny_tree({"task.p": 11, "train.max_steps": 50, "train.eval_every": 25})
 SEARCH = {
     "base": {"geomdr": {"enabled": True}, "train": {"max_steps": 1000, "eval_every": 50}},
     "search": {"space": {"geomdr.lambda_max": {"loguniform": [0.01, 1.0]}}},

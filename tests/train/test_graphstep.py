@@ -15,22 +15,16 @@ from typing import Any
 
 import pytest
 import torch
+from conftest import GROK_APART, tiny_config
 
 from sweepgrok.config.trial import ConfigError, from_flat
 from sweepgrok.store.sink import ListSink
 from sweepgrok.train.graphstep import capture_blockers, uses_graph
 from sweepgrok.train.trainer import EvalReport, Trainer
 
-SEEDS = [0, 1, 2, 3]
-# Groks (test acc >= 0.6) around step 130 for some seeds, not before 160 for others (the
-# batched-seeds test's run): members end at different evaluations.
-BASE: dict[str, Any] = {
-    "task.p": 23, "task.train_fraction": 0.8, "model.d_model": 32, "model.n_heads": 2,
-    "model.d_mlp": 64, "model.norm": "sphere", "optim.weight_decay": 0.0, "optim.lr": 1e-2,
-    "train.max_steps": 160, "train.eval_every": 10, "train.grok_threshold": 0.6,
-    "train.threads": 1, "geometry.sample": 32, "geometry.knn_k": 3, "train.seeds": SEEDS,
-    "train.device": "cpu",
-}
+# Four seeds that end at different evaluations (conftest.GROK_APART), on the CPU.
+BASE: dict[str, Any] = tiny_config(GROK_APART, defaults=["train.early_evals"])
+SEEDS = BASE["train.seeds"]
 GEOMDR = {"geomdr.enabled": True, "geomdr.start_step": 20, "geomdr.ramp_steps": 20,
           "geomdr.target_dim": 4, "geomdr.lambda_max": 0.01, "geomdr.solver": "subspace"}
 ACCEL = {"grokfast.kind": "ema", "optim.loss": "stablemax", "optim.perpendicular_grad": True}

@@ -1,33 +1,36 @@
 """Models: hand-counted parameters, norms at all three points, uniform attention, cosine bound."""
 
+import typing
+
 import pytest
 import torch
+from conftest import tiny_config
 
 from sweepgrok.config.tasks import make_split
-from sweepgrok.config.trial import from_flat
+from sweepgrok.config.trial import NormName, from_flat
 from sweepgrok.train.models import Norm, build_model, gather_rows, gather_rows_one_hot, n_params
 
-P1 = {"task.p": 113, "model.d_model": 128, "model.n_heads": 4, "model.d_mlp": 512}
+P1 = tiny_config({"task.p": 113, "model.d_model": 128, "model.n_heads": 4, "model.d_mlp": 512})
+"""Paper 1's model sizes."""
+SMALL = tiny_config({"task.p": 11})
 
 
-@pytest.mark.parametrize(
-    ("norm", "count"),
-    [
-        # W_E 114*128 + W_pos 3*128 + QKVO 4*128^2 + MLP (128*512+512+512*128+128) + W_U 128*113
-        ("none", 14592 + 384 + 65536 + 131712 + 14464),
-        ("sphere", 14592 + 384 + 65536 + 131712 + 14464),
-        ("rmsnorm", 14592 + 384 + 65536 + 131712 + 14464 + 3 * 128),  # 3 gains
-        ("layernorm", 14592 + 384 + 65536 + 131712 + 14464 + 3 * 256),  # 3 gains + biases
-    ],
-)
-def test_paper1_parameter_counts(norm, count):
+# W_E 114*128 + W_pos 3*128 + QKVO 4*128^2 + MLP (128*512+512+512*128+128) + W_U 128*113
+P1_PARAMS = 14592 + 384 + 65536 + 131712 + 14464
+P1_NORM_PARAMS = {"none": 0, "sphere": 0, "rmsnorm": 3 * 128, "layernorm": 3 * 256}
+"""Each norm's own parameters in paper 1's model: 3 gains (rmsnorm), 3 gains and biases."""
+
+
+@pytest.mark.parametrize("norm", typing.get_args(NormName))
+def test_paper1_parameter_counts(norm):
     model = build_model(from_flat({**P1, "model.norm": norm}), seeds=[0, 1])
+    count = P1_PARAMS + P1_NORM_PARAMS[norm]  # a norm without its count here fails
     assert n_params(model) == count
 
 
 def test_mlp_parameter_count():
-    cfg = from_flat({"task.p": 97, "model.arch": "mlp", "model.d_model": 128,
-                     "model.d_mlp": 512, "model.n_layers": 2})
+    cfg = from_flat(tiny_config({"task.p": 97, "model.arch": "mlp", "model.d_model": 128,
+                                 "model.d_mlp": 512, "model.n_layers": 2}))
     # W_E 97*128 + (256*512 + 512) + (512*512 + 512) + (512*97 + 97)
     assert n_params(build_model(cfg)) == 12416 + 131584 + 262656 + 49761
 
@@ -38,7 +41,7 @@ def _batch(cfg, e):
 
 
 def test_member_init_depends_only_on_its_seed():
-    cfg = from_flat({"task.p": 11, "model.d_model": 16, "model.d_mlp": 32})
+    cfg = from_flat(SMALL)
     joint, alone = build_model(cfg, [3, 5]), build_model(cfg, [5])
     for (name, a), b in zip(joint.named_parameters(), alone.parameters(), strict=True):
         assert torch.equal(a[1], b[0]), name
@@ -48,8 +51,7 @@ def test_member_init_depends_only_on_its_seed():
 
 @pytest.mark.parametrize("layers", [1, 2])
 def test_sphere_stream_has_unit_norm_at_all_three_points(layers):
-    cfg = from_flat({"task.p": 11, "model.d_model": 16, "model.d_mlp": 32,
-                     "model.norm": "sphere", "model.n_layers": layers})
+    cfg = from_flat({**SMALL, "model.norm": "sphere", "model.n_layers": layers})
     model = build_model(cfg, [0, 1])
     outs = []
     for mod in model.modules():
@@ -64,16 +66,14 @@ def test_sphere_stream_has_unit_norm_at_all_three_points(layers):
 
 
 def test_cosine_logits_bounded_by_tau():
-    cfg = from_flat({"task.p": 11, "model.d_model": 16, "model.d_mlp": 32,
-                     "model.norm": "sphere", "model.temperature": 10.0})
+    cfg = from_flat({**SMALL, "model.norm": "sphere", "model.temperature": 10.0})
     logits = build_model(cfg, [0])(_batch(cfg, 1))
     assert logits.abs().max() <= 10.0 + 1e-4 and logits.abs().max() > 1.0
     assert cfg.model.unembed_resolved == "cosine"
 
 
 def test_uniform_attention_weights_are_one_third():
-    cfg = from_flat({"task.p": 11, "model.d_model": 16, "model.d_mlp": 32,
-                     "model.attention": "uniform", "model.norm": "layernorm"})
+    cfg = from_flat({**SMALL, "model.attention": "uniform", "model.norm": "layernorm"})
     model = build_model(cfg, [0])
     x = _batch(cfg, 1)
     # Plain path, by hand: every query averages the values of the 3 positions with weight 1/3.

@@ -2,19 +2,21 @@
 and gradients, for every norm, attention, unembedding, depth and ensemble size."""
 
 import itertools
+import typing
 
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import tiny_config
 
 from sweepgrok.config.tasks import make_split
-from sweepgrok.config.trial import from_flat
+from sweepgrok.config.trial import Attention, NormName, Unembed, from_flat
 from sweepgrok.train.models import build_model
 
-SMALL = {"task.p": 11, "task.train_fraction": 0.5, "model.d_model": 16, "model.n_heads": 4,
-         "model.d_mlp": 32}
+SMALL = tiny_config({"task.p": 11, "task.train_fraction": 0.5, "model.n_heads": 4})
 CASES = list(itertools.product(
-    ["none", "layernorm", "rmsnorm", "sphere"], ["softmax", "uniform"], ["linear", "cosine"],
+    typing.get_args(NormName), typing.get_args(Attention),
+    [u for u in typing.get_args(Unembed) if u != "auto"],  # auto is one of the other two
     [1, 2], [1, 3],
 ))
 

@@ -1,16 +1,18 @@
 """GeomDR inside the trainer: nothing changes before t_s, D_eff falls after it."""
 
+from conftest import tiny_config
+
 from sweepgrok.config.trial import from_flat
 from sweepgrok.store.sink import ListSink
 from sweepgrok.train.trainer import train
 
-BASE = {
-    "task.p": 23, "task.train_fraction": 0.5, "model.arch": "mlp", "model.d_model": 16,
-    "model.d_mlp": 64, "model.n_layers": 2, "train.max_steps": 250, "train.eval_every": 50,
-    "train.stop_after_grok": False, "train.early_evals": False, "geometry.sample": 128,
-    "geomdr.target_dim": 3, "geomdr.start_step": 100, "geomdr.ramp_steps": 50,
-    "geomdr.lambda_max": 0.1, "geomdr.subsample": 0.5,
-}
+BASE = tiny_config({
+    "task.p": 23, "task.train_fraction": 0.5, "model.arch": "mlp", "model.d_mlp": 64,
+    "model.n_layers": 2, "train.max_steps": 250, "train.eval_every": 50,
+    "train.stop_after_grok": False, "geometry.sample": 128, "geomdr.target_dim": 3,
+    "geomdr.start_step": 100, "geomdr.ramp_steps": 50, "geomdr.lambda_max": 0.1,
+    "geomdr.subsample": 0.5,
+})
 
 
 def _run(**kw):

@@ -5,23 +5,15 @@ including members that stop early (grokked, diverged) while the others go on."""
 import math
 
 import pytest
+from conftest import GROK_APART, tiny_config
 
 from sweepgrok.config.trial import Config, from_flat
 from sweepgrok.store.sink import ListSink
 from sweepgrok.train.trainer import EvalReport, train
 
-SEEDS = [0, 1, 2, 3]
-# Groks (test acc >= 0.6) around step 130 for some seeds, not before 160 for others.
-BASE = {
-    "task.p": 23, "task.train_fraction": 0.8, "model.d_model": 32, "model.n_heads": 2,
-    "model.d_mlp": 64, "model.norm": "sphere", "optim.weight_decay": 0.0, "optim.lr": 1e-2,
-    "train.max_steps": 160, "train.eval_every": 10, "train.grok_threshold": 0.6,
-    "train.threads": 1, "geometry.sample": 32, "geometry.knn_k": 3,
-    # Equal to float tolerance is a CPU fact. On CUDA the batched and the separate runs' products
-    # are different cuBLAS kernels (bmm, mm) that round differently, and this lr-1e-2 run
-    # amplifies that to ~1% in train accuracy by step 80 (seen on an H200).
-    "train.device": "cpu",
-}
+# Four seeds that end at different evaluations (conftest.GROK_APART), on the CPU.
+BASE = tiny_config(GROK_APART, defaults=["train.early_evals"])
+SEEDS = BASE["train.seeds"]
 OUTCOME = ("run_id", "status", "fit_step", "grok_step", "grok_step_95", "grok_step_99",
            "censored", "steps_run", "collapse_step", "train.seed", "task.data_seed")
 
