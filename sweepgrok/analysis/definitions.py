@@ -2,17 +2,36 @@
 
 The Markdown report, the HTML report and the definitions list of docs/statistics.md show this
 text (tests/analysis/test_html_report.py fails when the docs' list differs from it). Inline
-Markdown only: `code` and **bold**, which the HTML report turns into tags.
+Markdown only: `code` and **bold**, which the HTML report turns into tags. The group summary's
+numbers are defined where their columns are declared (sweepgrok.analysis.summary_columns), and
+every threshold is the declared value (sweepgrok.config.thresholds, sweepgrok.train.events),
+never written here again.
 """
 
 from __future__ import annotations
 
+from sweepgrok.analysis import summary_columns
+from sweepgrok.config.thresholds import GROK_STEP_COLUMNS
+from sweepgrok.train.events import COLLAPSE_FRACTION, FIT_THRESHOLD
+
+
+def _listed(words: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+_RECORDED_AT = _listed([f"{theta:g}" for theta in GROK_STEP_COLUMNS.values()])
+_GROK_COLUMNS = ", ".join(f"`{name}`" for name in GROK_STEP_COLUMNS)
+
 DEFINITIONS: tuple[tuple[str, str], ...] = (
-    ("fit step", "first evaluation where train accuracy ≥ `train.fit_threshold` (0.99)."),
+    (
+        "fit step",
+        f"first evaluation where train accuracy ≥ `train.fit_threshold` ({FIT_THRESHOLD:g}).",
+    ),
     (
         "grok step at θ",
-        "first evaluation where test accuracy ≥ θ, recorded at 0.95 and 0.99 (`grok_step_95`, "
-        "`grok_step_99`); `grok_step` is the one at `train.grok_threshold`.",
+        f"first evaluation where test accuracy ≥ θ, recorded at {_RECORDED_AT} ({_GROK_COLUMNS}); "
+        "`grok_step` is the one at `train.grok_threshold`.",
     ),
     ("grokking delay", "grok step − fit step."),
     (
@@ -22,19 +41,7 @@ DEFINITIONS: tuple[tuple[str, str], ...] = (
         "censored at its budget (`train.max_steps`), so it stays in every risk set, and counts "
         "as not grokked in the success rate.",
     ),
-    ("success rate", "k/n runs grokked, with a 95% Wilson interval."),
-    (
-        "median grok step and delay",
-        "among grokked runs, with a seeded 95% percentile bootstrap CI. A group of fewer than 5 "
-        "runs is flagged (†): its interval is about the range of the data.",
-    ),
-    (
-        "KM median",
-        "Kaplan-Meier median grok time over all runs, censored ones included (the convention of "
-        "R's `quantile.survfit`). When the KM curve never reaches 0.5 it does not exist: "
-        '"> N", N the group\'s longest run. With censoring that is not "fewer than half grok": '
-        "2 of 5 runs grokking have a median when the other 3 were censored before them.",
-    ),
+    *summary_columns.definitions(),  # success rate, median grok step and delay, KM median
     (
         "speed-up",
         "baseline KM median / group KM median, with a seeded 95% percentile bootstrap CI, "
@@ -53,7 +60,8 @@ DEFINITIONS: tuple[tuple[str, str], ...] = (
     (
         "collapse onset",
         "first evaluation, from the fit step on, where D_eff (last hidden layer) falls below "
-        "`geometry.collapse_fraction` (0.5) of its running maximum since the fit step; "
+        f"`geometry.collapse_fraction` ({COLLAPSE_FRACTION:g}) of its running maximum since the "
+        "fit step; "
         "**collapse-to-grok gap** = grok step − collapse onset.",
     ),
     (

@@ -12,7 +12,8 @@ from typing import Any
 import pandas as pd
 
 from sweepgrok.analysis import comparisons
-from sweepgrok.analysis.tables import Format, _p_cell, _ratio, _steps, legend
+from sweepgrok.analysis.summary_columns import steps_text as _steps
+from sweepgrok.analysis.tables import Format, _p_cell, _ratio, legend
 
 COLLAPSE_TITLE = "Collapse and grokking"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweepgrok.analysis import comparisons, definitions, plots, stats
+from sweepgrok.analysis import comparisons, definitions, plots, stats, summary_columns
 from sweepgrok.analysis.labels import label_notes
 from sweepgrok.analysis.report_content import (
     COLLAPSE_TITLE,
@@ -48,14 +48,14 @@ def _overview(summary: pd.DataFrame, sources: Sequence[str]) -> list[str]:
 
 
 def _collapse_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]] | None:
-    """Median collapse onset and collapse-to-grok gap per group (None without geometry)."""
-    if table["collapse_median"].isna().all():
+    """The collapse table: per group, the columns summary_columns shows in it (median collapse
+    onset and collapse-to-grok gap); None without geometry."""
+    shown = summary_columns.shown_in(summary_columns.COLLAPSE)
+    if table[[c.name for c in shown]].isna().all().all():
         return None
-    headers = ["group", "median collapse onset", "median collapse-to-grok gap"]
-    rows = []
-    for r in table.to_dict("records"):
-        onset, gap = r["collapse_median"], r["collapse_to_grok_median"]
-        rows.append([str(r["label"])] + ["-" if pd.isna(x) else f"{x:,.0f}" for x in (onset, gap)])
+    headers = ["group"] + [c.header for c in shown]
+    rows = [[str(r["label"])] + [c.cell(r, 0) for c in shown if c.cell]
+            for r in table.to_dict("records")]
     return headers, rows
 
 

@@ -235,25 +235,40 @@ def group_keys(kind: str, spec: Any, runs: pd.DataFrame) -> list[str]:
     return [k for k in keys if k not in stats.REPLICATE_KEYS and k in runs]
 
 
+STATUS_NAMES = {"n": "runs", "n_grokked": "grokked"}
+"""The JSON names `status` gives the group summary columns it shows (summary_columns.STATUS)
+where they differ from group_summary's (scripts read them: kept)."""
+
+
+def status_name(column: str) -> str:
+    """The key of group summary column `column` in a group of `status --json`."""
+    return STATUS_NAMES.get(column, column)
+
+
 def group_rows(runs: pd.DataFrame, keys: list[str], threshold: float) -> list[dict[str, Any]]:
-    """Per group of run rows: runs, grokked, grok_median (grokked runs), km_median."""
+    """Per group of run rows: its group and label, then each column summary_columns shows in
+    `status` (runs, grokked, grok_median among the grokked runs, km_median), by status_name."""
     import numpy as np
 
-    from sweepgrok.analysis import stats
+    from sweepgrok.analysis import stats, summary_columns
     from sweepgrok.analysis.survival import km_median
 
     out = []
     for values, rows in stats.iter_groups(runs, keys):
         times, censored = stats.times_and_censoring(rows, threshold)
         grokked = times[~censored]
+        computed = {
+            "n": len(rows),
+            "n_grokked": int(grokked.size),
+            "grok_median": float(np.median(grokked)) if grokked.size else None,
+            "km_median": _finite(km_median(times, censored)),
+        }
+        shown = summary_columns.shown_in(summary_columns.STATUS)
         out.append(
             {
                 "group": {k: _plain(v) for k, v in zip(keys, values, strict=True)},
                 "label": stats.group_label(keys, values),
-                "runs": len(rows),
-                "grokked": int(grokked.size),
-                "grok_median": float(np.median(grokked)) if grokked.size else None,
-                "km_median": _finite(km_median(times, censored)),
+                **{status_name(c.name): computed[c.name] for c in shown},
             }
         )
     return out

@@ -12,7 +12,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from sweepgrok.analysis import summary_columns
 from sweepgrok.analysis.labels import key_labels
+from sweepgrok.analysis.summary_columns import NARROWEST, SMALL_GROUP
+from sweepgrok.analysis.summary_columns import is_missing as _nan
+from sweepgrok.analysis.summary_columns import with_ci as _with_ci
 
 NO_BASELINE = "no baseline in this stratum"
 """What a group shows when its stratum holds no baseline group (see
@@ -63,19 +67,21 @@ def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
 def legend(threshold: float | None, table: pd.DataFrame) -> str:
     """One paragraph of definitions printed under a human-readable table (`threshold` None:
     once under several tables, each naming its threshold in its heading)."""
-    from sweepgrok.analysis.comparisons import n_comparisons  # pandas is loaded: `table` is a frame
+    # pandas is loaded (`table` is a frame); FIT_THRESHOLD: what run_summary's fit steps used.
+    from sweepgrok.analysis.comparisons import n_comparisons
+    from sweepgrok.train.events import FIT_THRESHOLD
 
     theta = "the table's threshold" if threshold is None else f"{threshold:g}"
     text = (
         f"grok = first eval with test_acc >= {theta}; fit = first eval with train_acc >= "
-        "0.99; delay = grok - fit. Median/mean among grokked runs [95% bootstrap CI], "
-        "± = std/sqrt(n). KM = Kaplan-Meier median counting censored runs (diverged and "
+        f"{FIT_THRESHOLD:g}; delay = grok - fit. Median/mean among grokked runs [95% bootstrap "
+        "CI], ± = std/sqrt(n). KM = Kaplan-Meier median counting censored runs (diverged and "
         "failed runs censored at their budget; '> N': under half grokked within N steps)."
     )
     if "few_runs" in table and table["few_runs"].any():
         text += (
-            " † fewer than 5 runs: a bootstrap interval is about the range of the data "
-            "(coverage far below 95%)."
+            f" † fewer than {SMALL_GROUP} runs: a bootstrap interval is about the range of "
+            "the data (coverage far below 95%)."
         )
     if "speedup" in table:
         text += (
@@ -93,24 +99,6 @@ def legend(threshold: float | None, table: pd.DataFrame) -> str:
             "median over seeds of baseline / group time [bootstrap CI over seeds]."
         )
     return text
-
-
-def _nan(x: Any) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
-
-
-def _steps(x: float) -> str:
-    if _nan(x):
-        return "-"
-    return "inf" if math.isinf(x) else f"{x:,.0f}"
-
-
-def _with_ci(x: float, lo: float, hi: float, fn: Any = _steps) -> str:
-    if _nan(x):
-        return "-"
-    if _nan(lo) or _nan(hi):
-        return fn(x)
-    return f"{fn(x)} [{fn(lo)}, {fn(hi)}]"
 
 
 def _ratio(x: float) -> str:
@@ -143,48 +131,6 @@ def _paired_cell(r: Mapping[Any, Any]) -> str:
     return f"{cell} ({int(r['n_pairs'])} pairs)"
 
 
-def _grokked_cell(r: Mapping[Any, Any], level: int) -> str:
-    """k/n, the rate and its Wilson CI; narrow levels: k/n and the CI only (k/n says the rate)."""
-    if level:
-        cell = f"{r['n_grokked']}/{r['n']} [{r['success_lo']:.0%}–{r['success_hi']:.0%}]"
-        cell = cell.replace("%–", "–", 1)
-    else:
-        cell = f"{r['n_grokked']}/{r['n']} {r['success_rate']:.0%}"
-        cell += f" [{r['success_lo']:.0%}, {r['success_hi']:.0%}]"
-    if r.get("n_failed"):  # diverged or failed runs count as not grokked: say how many
-        cell += f", {r['n_failed']} failed"
-    return cell
-
-
-def _few(r: Mapping[Any, Any]) -> str:
-    return " †" if r.get("few_runs") else ""  # the interval is about the data's range
-
-
-NARROWEST = 2
-"""The layout level that also leaves out the intervals of the median grok step and delay
-(0: every column; 1: short headers, without the mean, the range and whom each is against)."""
-
-
-def _median_cell(r: Mapping[Any, Any], what: str, level: int) -> str:
-    """The median grok step or delay [CI]; at the narrowest level the median alone."""
-    if level >= NARROWEST:
-        return _steps(r[f"{what}_median"])
-    return _with_ci(r[f"{what}_median"], r[f"{what}_median_lo"], r[f"{what}_median_hi"]) + _few(r)
-
-
-def _mean_cell(r: Mapping[Any, Any]) -> str:
-    mean = _steps(r["grok_mean"])
-    return mean if _nan(r["grok_sem"]) else f"{mean} ± {_steps(r['grok_sem'])}"
-
-
-def _km_cell(r: Mapping[Any, Any]) -> str:
-    return _steps(r["km_median"]) if not _nan(r["km_median"]) else f"> {_steps(r['steps_run_max'])}"
-
-
-def _span_cell(r: Mapping[Any, Any]) -> str:
-    return "-" if _nan(r["grok_min"]) else f"{_steps(r['grok_min'])} – {_steps(r['grok_max'])}"
-
-
 def _vs_cell(r: Mapping[Any, Any]) -> str:
     return "-" if _nan(r["baseline_group"]) or r["is_baseline"] else str(r["baseline_group"])
 
@@ -206,20 +152,20 @@ def _key_column(header: str, key: str | None) -> Column:
                   else format_value(r[key]))
 
 
+def _statistic_column(declared: summary_columns.SummaryColumn) -> Column:
+    """A group summary column as summary_columns declares it."""
+    assert declared.cell is not None, f"{declared.name} is shown in a table but has no cell"
+    short = declared.short if summary_columns.NARROW in declared.shown else None
+    return Column(declared.table_header, short, declared.cell)
+
+
 def columns(table: pd.DataFrame, keys: list[str]) -> list[Column]:
     """The table's columns, in order: the keys, the group's statistics, its comparison."""
     from sweepgrok.analysis.comparisons import n_comparisons
 
     out = [_key_column(h, k) for h, k in zip(key_labels(keys), keys, strict=True)]
     out = out or [_key_column("group", None)]
-    out += [
-        Column("grokked [95% CI]", "grokked", _grokked_cell),
-        Column("median grok [CI]", "grok", lambda r, level: _median_cell(r, "grok", level)),
-        Column("mean grok ± se", None, lambda r, _c: _mean_cell(r)),
-        Column("median delay [CI]", "delay", lambda r, level: _median_cell(r, "delay", level)),
-        Column("KM median", "KM", lambda r, _c: _km_cell(r)),
-        Column("min–max", None, lambda r, _c: _span_cell(r)),
-    ]
+    out += [_statistic_column(c) for c in summary_columns.shown_in(summary_columns.TABLE)]
     if "speedup" in table:
         if table["baseline_group"].dropna().nunique() > 1:  # stratified: whom each is against
             out += [Column("vs", None, lambda r, _c: _vs_cell(r))]

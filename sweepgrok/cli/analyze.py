@@ -35,6 +35,19 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+def _check_outputs(
+    out: Path | None, plots: Path | None, plot_format: FigureFormat, per_run: bool
+) -> None:
+    """Every output path and figure flag before any work: a mistake never follows a
+    half-printed table."""
+    check_output(out, "--out", folder=False)
+    check_output(plots, "--plots", folder=True)
+    if plots is None and plot_format is not FigureFormat.png:
+        raise fail("applies to the figures of --plots DIR: give --plots too", "--plot-format")
+    if plots is None and per_run:
+        raise fail("applies to the figures of --plots DIR: give --plots too", "--per-run")
+
+
 def analyze(
     sweep_dirs: SweepDirs,
     by: By = None,
@@ -71,13 +84,7 @@ def analyze(
     from sweepgrok.analysis.report_content import result_text
 
     sweep_dirs = check_sweep_dirs(sweep_dirs)  # a storage folder: its sweeps
-    # Every output path before any work: a mistake never follows a half-printed table.
-    check_output(out, "--out", folder=False)
-    check_output(plots, "--plots", folder=True)
-    if plots is None and plot_format is not FigureFormat.png:
-        raise fail("applies to the figures of --plots DIR: give --plots too", "--plot-format")
-    if plots is None and per_run:
-        raise fail("applies to the figures of --plots DIR: give --plots too", "--per-run")
+    _check_outputs(out, plots, plot_format, per_run)
     with analysis_errors():
         metrics, summary, keys = _load(sweep_dirs, by, skip_damaged, censor_interrupted)
         theta = float(threshold.value) if threshold else stats.default_threshold(summary)

@@ -166,7 +166,8 @@ def status_view(state: SweepStatus, now: float) -> RenderableType:
     from rich.table import Table
     from rich.text import Text
 
-    from sweepgrok.analysis.sweepstatus import iso_time
+    from sweepgrok.analysis.summary_columns import STATUS, shown_in
+    from sweepgrok.analysis.sweepstatus import iso_time, status_name
 
     c = state.counts
     stopped = c.get("interrupted", 0)
@@ -197,11 +198,14 @@ def status_view(state: SweepStatus, now: float) -> RenderableType:
         lines.append(f"time left: {left} (mean trial {_duration(state.mean_trial_s)})")
     lines += [f"note: {n}" for n in state.notes]
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for header in ("group", "runs", "grokked", "median grok", "KM median"):
-        table.add_column(header, justify="left" if header == "group" else "right")
+    table.add_column("group", justify="left")
+    shown = shown_in(STATUS)  # the group summary columns status shows, declared once
+    for column in shown:
+        table.add_column(column.header, justify="right")
     for g in state.groups:
-        table.add_row(g["label"], str(g["runs"]), str(g["grokked"]), _steps(g["grok_median"]),
-                      _steps(g["km_median"]))
+        values = [g[status_name(c.name)] for c in shown]
+        table.add_row(g["label"], *(_steps(v) if c.unit == "steps" else str(v)
+                                    for c, v in zip(shown, values, strict=True)))
     parts: list[RenderableType] = [Text("\n".join(lines))]
     if state.groups:
         parts.append(table)
