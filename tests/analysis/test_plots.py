@@ -15,7 +15,7 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
 
-from sweepgrok.analysis import plots, stats
+from sweepgrok.analysis import curve_figures, figure_layout, plots, stats
 from sweepgrok.analysis.report_content import caption
 from sweepgrok.store.sink import ParquetSink
 
@@ -112,7 +112,7 @@ def test_many_groups_use_panels(
     sweep: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     metrics, summary = sweep
-    monkeypatch.setattr(plots, "_PANELS_ABOVE", 2)  # four groups: small multiples
+    monkeypatch.setattr(figure_layout, "PANELS_ABOVE", 2)  # four groups: small multiples
     by = ["model.norm", "geomdr.target_dim"]
     assert_png(plots.accuracy_curves(metrics, summary, by, tmp_path / "acc.png"))
     assert_png(plots.deff_curves(metrics, summary, by, tmp_path / "deff.png"))
@@ -125,14 +125,14 @@ def test_progress_figure_says_what_was_not_recorded(
     # other four (the excluded loss given here) draw every group.
     metrics, summary = sweep
     seen: dict[str, list[Any]] = {}
-    save = plots._save
+    save = figure_layout.save
 
     def inspect_then_save(fig: Figure, path: Path) -> Path:
         seen["texts"] = [[t.get_text() for t in ax.texts] for ax in fig.axes]
         seen["lines"] = [len(ax.lines) for ax in fig.axes]
         return save(fig, path)
 
-    monkeypatch.setattr(plots, "_save", inspect_then_save)
+    monkeypatch.setattr(figure_layout, "save", inspect_then_save)
     by = ["model.norm", "geomdr.target_dim"]
     given = metrics.assign(deff_test=float("nan"), excluded_loss=1.0)
     path = plots.progress_curves(given, summary, by, tmp_path / "progress.png")
@@ -144,13 +144,14 @@ def test_progress_figure_says_what_was_not_recorded(
 def test_every_progress_column_has_a_panel_and_a_line_style() -> None:
     # 2 x 3 panels; a panel draws at most one column per line style.
     assert len(stats.PROGRESS_PANELS) == 6
-    assert all(len(columns) <= len(plots._PANEL_LINES) for _, columns in stats.PROGRESS_PANELS)
+    panel_lines = curve_figures._PANEL_LINES
+    assert all(len(columns) <= len(panel_lines) for _, columns in stats.PROGRESS_PANELS)
     assert set(stats.PROGRESS_COLUMNS) <= set(stats.METRIC_COLUMNS)
 
 
 def test_stopped_runs_are_held_at_their_last_value(sweep: tuple[pd.DataFrame, pd.DataFrame]):
     metrics, _ = sweep
-    wide = plots._wide(metrics, "test_acc")
+    wide = curve_figures._wide(metrics, "test_acc")
     # sphere-16-0 grokked and stopped at 200: later steps keep 1.0, not a gap or a drop.
     assert wide.loc[200:, "sphere-16-0"].eq(1.0).all()
     assert wide.loc[1000, "none-16-1"] == 0.05
@@ -187,7 +188,7 @@ def test_a_pair_no_run_had_is_hatched_not_run_not_grey(
     metrics, runs = stats.read_sweeps(write_sweep(tmp_path / "s", groks))
     summary = stats.run_summary(metrics, runs)
     drawn: dict[str, Any] = {}
-    save = plots._save
+    save = figure_layout.save
 
     def keep(fig: Any, path: Path) -> Path:  # what the saved figure shows, then the real save
         ax = fig.axes[0]
@@ -195,7 +196,7 @@ def test_a_pair_no_run_had_is_hatched_not_run_not_grey(
         drawn["hatched"] = [p.get_xy() for p in ax.patches if p.get_hatch()]
         return save(fig, path)
 
-    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(figure_layout, "save", keep)
     path = plots.grok_heatmap(summary, "geomdr.target_dim", "model.norm", tmp_path / "heatmap.png")
     assert_png(path)
     # Columns d* 16, 32; rows none, sphere: the cell (row 1, column 1) is sphere x 32.
@@ -270,13 +271,13 @@ def test_long_labels_neither_squeeze_the_plot_nor_fall_off_the_figure(
 ) -> None:
     metrics, summary, by = write_groups(tmp_path / "s", n_groups)
     measured: dict[str, dict[str, Any]] = {}
-    save = plots._save
+    save = figure_layout.save
 
     def measure_then_save(fig: Figure, path: Path) -> Path:
         measured[Path(path).stem] = layout(fig)
         return save(fig, path)
 
-    monkeypatch.setattr(plots, "_save", measure_then_save)
+    monkeypatch.setattr(figure_layout, "save", measure_then_save)
     plots.plot_all(metrics, summary, by, tmp_path / "figs")
     assert sorted(measured) == ["accuracy", "deff", "grok_times", "heatmap", "progress",
                                 "survival"]
@@ -290,10 +291,10 @@ def test_long_labels_neither_squeeze_the_plot_nor_fall_off_the_figure(
 
 def test_long_labels_name_their_keys_once_and_wrap() -> None:
     summary = pd.DataFrame({"model.norm": ["none", "sphere"], "optim.warmup_steps": [0, 500]})
-    shown, key_line = plots._shown_labels(summary, ["model.norm"])
+    shown, key_line = figure_layout.shown_labels(summary, ["model.norm"])
     assert shown == {"norm=none": "norm=none", "norm=sphere": "norm=sphere"} and key_line == ""
     summary["geomdr.layers"] = ["blocks.0.hook_resid_post", "blocks.0.hook_attn_out+mlp_out"]
-    shown, key_line = plots._shown_labels(summary, ["geomdr.layers", "optim.warmup_steps"])
+    shown, key_line = figure_layout.shown_labels(summary, ["geomdr.layers", "optim.warmup_steps"])
     assert key_line == "geomdr.layers, optim.warmup_steps"
     assert shown["geomdr.layers=blocks.0.hook_resid_post, optim.warmup_steps=0"] == (
         "blocks.0.hook_resid_post, 0"
@@ -301,10 +302,10 @@ def test_long_labels_name_their_keys_once_and_wrap() -> None:
 
 
 def test_wrap_breaks_between_names_never_inside_one() -> None:
-    assert plots._wrap("blocks.0.hook_resid_post", 14) == "blocks.0.hook_\nresid_post"
-    assert plots._wrap("norm=sphere, wd=0", 40) == "norm=sphere, wd=0"
-    assert plots._wrap("separate_linear, tied", 10) == "separate_\nlinear,\ntied"
-    assert plots._wrap("unbreakablename", 4) == "unbreakablename"
+    assert figure_layout.wrap("blocks.0.hook_resid_post", 14) == "blocks.0.hook_\nresid_post"
+    assert figure_layout.wrap("norm=sphere, wd=0", 40) == "norm=sphere, wd=0"
+    assert figure_layout.wrap("separate_linear, tied", 10) == "separate_\nlinear,\ntied"
+    assert figure_layout.wrap("unbreakablename", 4) == "unbreakablename"
 
 
 @pytest.mark.parametrize("fmt", ["svg", "pdf"])
@@ -349,16 +350,17 @@ def test_an_unknown_figure_format_is_refused(
 
 
 def drawn_figure(monkeypatch: pytest.MonkeyPatch) -> dict[str, Figure]:
-    """Each figure as handed to _save, by file stem (still open: inspect, then it is closed)."""
+    """Each figure as handed to figure_layout.save, by file stem (still open: inspect, then it
+    is closed)."""
     seen: dict[str, Figure] = {}
-    save = plots._save
+    save = figure_layout.save
 
     def keep(fig: Figure, path: Path) -> Path:
         fig.canvas.draw()
         seen[Path(path).stem] = fig
         return save(fig, path)
 
-    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(figure_layout, "save", keep)
     return seen
 
 
