@@ -15,7 +15,7 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
 
-from sweepgrok.analysis import plots, stats
+from sweepgrok.analysis import curve_figures, figure_layout, plots, stats
 from sweepgrok.analysis.report_content import caption
 from sweepgrok.store.sink import ParquetSink
 
@@ -112,7 +112,7 @@ def test_many_groups_use_panels(
     sweep: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     metrics, summary = sweep
-    monkeypatch.setattr(plots, "_PANELS_ABOVE", 2)  # four groups: small multiples
+    monkeypatch.setattr(figure_layout, "PANELS_ABOVE", 2)  # four groups: small multiples
     by = ["model.norm", "geomdr.target_dim"]
     assert_png(plots.accuracy_curves(metrics, summary, by, tmp_path / "acc.png"))
     assert_png(plots.deff_curves(metrics, summary, by, tmp_path / "deff.png"))
@@ -125,14 +125,14 @@ def test_progress_figure_says_what_was_not_recorded(
     # other four (the excluded loss given here) draw every group.
     metrics, summary = sweep
     seen: dict[str, list[Any]] = {}
-    save = plots._save
+    save = figure_layout.save
 
     def inspect_then_save(fig: Figure, path: Path) -> Path:
         seen["texts"] = [[t.get_text() for t in ax.texts] for ax in fig.axes]
         seen["lines"] = [len(ax.lines) for ax in fig.axes]
         return save(fig, path)
 
-    monkeypatch.setattr(plots, "_save", inspect_then_save)
+    monkeypatch.setattr(figure_layout, "save", inspect_then_save)
     by = ["model.norm", "geomdr.target_dim"]
     given = metrics.assign(deff_test=float("nan"), excluded_loss=1.0)
     path = plots.progress_curves(given, summary, by, tmp_path / "progress.png")
@@ -144,13 +144,14 @@ def test_progress_figure_says_what_was_not_recorded(
 def test_every_progress_column_has_a_panel_and_a_line_style() -> None:
     # 2 x 3 panels; a panel draws at most one column per line style.
     assert len(stats.PROGRESS_PANELS) == 6
-    assert all(len(columns) <= len(plots._PANEL_LINES) for _, columns in stats.PROGRESS_PANELS)
+    panel_lines = curve_figures._PANEL_LINES
+    assert all(len(columns) <= len(panel_lines) for _, columns in stats.PROGRESS_PANELS)
     assert set(stats.PROGRESS_COLUMNS) <= set(stats.METRIC_COLUMNS)
 
 
 def test_stopped_runs_are_held_at_their_last_value(sweep: tuple[pd.DataFrame, pd.DataFrame]):
     metrics, _ = sweep
-    wide = plots._wide(metrics, "test_acc")
+    wide = curve_figures._wide(metrics, "test_acc")
     # sphere-16-0 grokked and stopped at 200: later steps keep 1.0, not a gap or a drop.
     assert wide.loc[200:, "sphere-16-0"].eq(1.0).all()
     assert wide.loc[1000, "none-16-1"] == 0.05
@@ -187,7 +188,7 @@ def test_a_pair_no_run_had_is_hatched_not_run_not_grey(
     metrics, runs = stats.read_sweeps(write_sweep(tmp_path / "s", groks))
     summary = stats.run_summary(metrics, runs)
     drawn: dict[str, Any] = {}
-    save = plots._save
+    save = figure_layout.save
 
     def keep(fig: Any, path: Path) -> Path:  # what the saved figure shows, then the real save
         ax = fig.axes[0]
@@ -195,7 +196,7 @@ def test_a_pair_no_run_had_is_hatched_not_run_not_grey(
         drawn["hatched"] = [p.get_xy() for p in ax.patches if p.get_hatch()]
         return save(fig, path)
 
-    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(figure_layout, "save", keep)
     path = plots.grok_heatmap(summary, "geomdr.target_dim", "model.norm", tmp_path / "heatmap.png")
     assert_png(path)
     # Columns d* 16, 32; rows none, sphere: the cell (row 1, column 1) is sphere x 32.
@@ -270,13 +271,13 @@ def test_long_labels_neither_squeeze_the_plot_nor_fall_off_the_figure(
 ) -> None:
     metrics, summary, by = write_groups(tmp_path / "s", n_groups)
     measured: dict[str, dict[str, Any]] = {}
-    save = plots._save
+    save = figure_layout.save
 
     def measure_then_save(fig: Figure, path: Path) -> Path:
         measured[Path(path).stem] = layout(fig)
         return save(fig, path)
 
-    monkeypatch.setattr(plots, "_save", measure_then_save)
+    monkeypatch.setattr(figure_layout, "save", measure_then_save)
     plots.plot_all(metrics, summary, by, tmp_path / "figs")
     assert sorted(measured) == ["accuracy", "deff", "grok_times", "heatmap", "progress",
                                 "survival"]
@@ -290,10 +291,10 @@ def test_long_labels_neither_squeeze_the_plot_nor_fall_off_the_figure(
 
 def test_long_labels_name_their_keys_once_and_wrap() -> None:
     summary = pd.DataFrame({"model.norm": ["none", "sphere"], "optim.warmup_steps": [0, 500]})
-    shown, key_line = plots._shown_labels(summary, ["model.norm"])
+    shown, key_line = figure_layout.shown_labels(summary, ["model.norm"])
     assert shown == {"norm=none": "norm=none", "norm=sphere": "norm=sphere"} and key_line == ""
     summary["geomdr.layers"] = ["blocks.0.hook_resid_post", "blocks.0.hook_attn_out+mlp_out"]
-    shown, key_line = plots._shown_labels(summary, ["geomdr.layers", "optim.warmup_steps"])
+    shown, key_line = figure_layout.shown_labels(summary, ["geomdr.layers", "optim.warmup_steps"])
     assert key_line == "geomdr.layers, optim.warmup_steps"
     assert shown["geomdr.layers=blocks.0.hook_resid_post, optim.warmup_steps=0"] == (
         "blocks.0.hook_resid_post, 0"
@@ -301,10 +302,10 @@ def test_long_labels_name_their_keys_once_and_wrap() -> None:
 
 
 def test_wrap_breaks_between_names_never_inside_one() -> None:
-    assert plots._wrap("blocks.0.hook_resid_post", 14) == "blocks.0.hook_\nresid_post"
-    assert plots._wrap("norm=sphere, wd=0", 40) == "norm=sphere, wd=0"
-    assert plots._wrap("separate_linear, tied", 10) == "separate_\nlinear,\ntied"
-    assert plots._wrap("unbreakablename", 4) == "unbreakablename"
+    assert figure_layout.wrap("blocks.0.hook_resid_post", 14) == "blocks.0.hook_\nresid_post"
+    assert figure_layout.wrap("norm=sphere, wd=0", 40) == "norm=sphere, wd=0"
+    assert figure_layout.wrap("separate_linear, tied", 10) == "separate_\nlinear,\ntied"
+    assert figure_layout.wrap("unbreakablename", 4) == "unbreakablename"
 
 
 @pytest.mark.parametrize("fmt", ["svg", "pdf"])
@@ -349,16 +350,17 @@ def test_an_unknown_figure_format_is_refused(
 
 
 def drawn_figure(monkeypatch: pytest.MonkeyPatch) -> dict[str, Figure]:
-    """Each figure as handed to _save, by file stem (still open: inspect, then it is closed)."""
+    """Each figure as handed to figure_layout.save, by file stem (still open: inspect, then it
+    is closed)."""
     seen: dict[str, Figure] = {}
-    save = plots._save
+    save = figure_layout.save
 
     def keep(fig: Figure, path: Path) -> Path:
         fig.canvas.draw()
         seen[Path(path).stem] = fig
         return save(fig, path)
 
-    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(figure_layout, "save", keep)
     return seen
 
 
@@ -438,3 +440,131 @@ def test_text_is_readable_at_a_column_width(
         sizes = [t.get_fontsize() for t in fig.findobj(plt.Text) if t.get_text().strip()]
         shrink = min(1.0, width / fig.get_figwidth())
         assert min(sizes) * shrink >= 6.0, (name, fig.get_figwidth(), min(sizes))
+
+
+def visible_lines(ax: plt.Axes) -> list[tuple[str, list[float], list[float]]]:
+    """(line style, x, y) of each line drawn with data, in drawing order."""
+    return [(str(line.get_linestyle()), [float(x) for x in line.get_xdata()],
+             [float(y) for y in line.get_ydata()]) for line in ax.lines if len(line.get_xdata())]
+
+
+def offsets(ax: plt.Axes) -> list[list[tuple[float, float]]]:
+    """The points of each scatter of the axis (a step's y rounded: jitter is seeded)."""
+    return [[(float(x), round(float(y), 3)) for x, y in c.get_offsets()]
+            for c in ax.collections if type(c).__name__ == "PathCollection"]
+
+
+def test_the_deff_figure_draws_each_group_and_its_median_grok_and_collapse(
+    sweep: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    metrics, summary = sweep
+    seen = drawn_figure(monkeypatch)
+    plots.deff_curves(metrics, summary, ["model.norm"], tmp_path / "d.png")
+    fig = seen["d"]
+    ax = fig.axes[0]
+    assert fig._suptitle.get_text() == (
+        "D_eff (median over seeds, band min-max)\ndashed: median grok, dotted: collapse"
+    )
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale()) == (
+        "step", "D_eff (participation ratio)", "linear")
+    # none: median grok of 700, 600, 800 = 700, collapse of 500, 400, 600 = 500; sphere: grok
+    # 300 (200, 300, 300), no collapse recorded: no dotted line.
+    marks = [(ls, xs[0]) for ls, xs, _ in visible_lines(ax) if ls in ("--", ":")]
+    assert marks == [("--", 700.0), (":", 500.0), ("--", 300.0)]
+    bands = [ys for ls, _, ys in visible_lines(ax) if ls == "-"]
+    assert len(bands) == 2 and len(ax.collections) == 2  # a median line and a band per group
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["norm=none", "norm=sphere"]
+
+
+def test_the_survival_figure_steps_down_at_each_grok_and_ticks_the_censored(
+    sweep: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, summary = sweep
+    seen = drawn_figure(monkeypatch)
+    plots.survival_curves(summary, ["model.norm"], tmp_path / "s.png")
+    ax = seen["s"].axes[0]
+    assert ax.get_title() == "Kaplan-Meier survival\ngrok = test acc >= 0.99; | = censored"
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_ylim()) == (
+        "step", "fraction not yet grokked", (-0.02, 1.02))
+    none, none_ticks, sphere, sphere_ticks = visible_lines(ax)
+    # none groks at 600, 700, 800 (3 of 6), sphere at 200, 300, 300; 3 censored at 1,000 each.
+    assert none[1] == [0.0, 600.0, 700.0, 800.0, 1000.0, 1000.0]
+    assert none[2] == pytest.approx([1.0, 5 / 6, 4 / 6, 0.5, 0.5, 0.5])
+    assert sphere[1:] == ([0.0, 200.0, 300.0, 1000.0, 1000.0],
+                          pytest.approx([1.0, 5 / 6, 0.5, 0.5, 0.5]))
+    assert none_ticks[1:] == sphere_ticks[1:] == ([1000.0] * 3, [0.5] * 3)
+    assert [t.get_text() for t in seen["s"].legends[0].get_texts()] == [
+        "norm=none (n=6)", "norm=sphere (n=6)"]
+
+
+def test_the_grok_times_figure_draws_boxes_points_and_censored_runs(
+    sweep: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, summary = sweep
+    seen = drawn_figure(monkeypatch)
+    plots.grok_time_distribution(summary, ["model.norm"], tmp_path / "g.png")
+    ax = seen["g"].axes[0]
+    assert ax.get_title() == "Grok step per group (6/12 grokked)"
+    assert ax.get_xlabel() == "grok step (test acc >= 0.99)" and ax.get_xscale() == "linear"
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["norm=none", "norm=sphere"]
+    assert len(ax.patches) == 2  # a box per group
+    grokked_none, censored_none, grokked_sphere, censored_sphere = offsets(ax)
+    assert [x for x, _ in grokked_none] == [700.0, 600.0, 800.0]
+    assert [x for x, _ in grokked_sphere] == [200.0, 300.0, 300.0]
+    assert censored_none == [(1000.0, 0.0)] * 3 and censored_sphere == [(1000.0, 1.0)] * 3
+    assert [t.get_text() for t in ax.texts] == [" 3 censored", " 3 censored"]
+    assert [t.get_text() for t in seen["g"].legends[0].get_texts()] == [
+        "censored (grok step > steps run)"]
+
+
+def test_the_heatmap_writes_each_cell_s_median_and_share_grokked(
+    sweep: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, summary = sweep
+    seen = drawn_figure(monkeypatch)
+    plots.grok_heatmap(summary, "geomdr.target_dim", "model.norm", tmp_path / "h.png")
+    ax, bar = seen["h"].axes
+    assert ax.get_title() == "KM median grok step (test acc >= 0.99)\nk/n grokked"
+    assert (ax.get_xlabel(), ax.get_ylabel(), bar.get_ylabel()) == (
+        "geomdr.target_dim", "model.norm", "log10 KM median")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["16", "32"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["none", "sphere"]
+    assert [(t.get_position(), t.get_text()) for t in ax.texts] == [
+        ((0.5, 0.5), "> 1,000\n1/3"), ((1.5, 0.5), "800\n2/3"),
+        ((0.5, 1.5), "300\n3/3"), ((1.5, 1.5), "> 1,000\n0/3")]
+    assert not [p for p in ax.patches if p.get_hatch()]  # every pair ran
+
+
+def test_the_accuracy_figure_names_its_axes_and_groups(
+    sweep: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    metrics, summary = sweep
+    seen = drawn_figure(monkeypatch)
+    plots.accuracy_curves(metrics, summary, ["model.norm"], tmp_path / "a.png")
+    fig = seen["a"]
+    ax = fig.axes[0]
+    assert fig._suptitle.get_text() == (
+        "Accuracy (median over seeds, band min-max)\ntest solid, train dashed")
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_ylim()) == ("step", "accuracy", (-0.02, 1.02))
+    assert [ls for ls, _, _ in visible_lines(ax)] == ["-", "None", "--", "None"] * 2
+    assert len(ax.collections) == 4  # a test and a train band per group
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
+        "norm=none", "norm=sphere", "fit", "grok"]
+
+
+def test_the_objective_figure_draws_trials_best_so_far_and_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = drawn_figure(monkeypatch)
+    values = [(0, 300.0, False), (1, 1500.0, True), (2, 200.0, False)]
+    plots.plot_objective(values, tmp_path / "o.png", budget=1000, title="search")
+    ax = seen["o"].axes[0]
+    assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == (
+        "search", "trial", "objective (steps)")
+    assert offsets(ax) == [[(0.0, 300.0), (2.0, 200.0)], [(1.0, 1500.0)]]  # grokked, censored
+    assert visible_lines(ax) == [("-", [0.0, 1.0, 2.0], [300.0, 300.0, 200.0]),
+                                 ("--", [0.0, 1.0], [1000.0, 1000.0])]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "grokked (median step)", "censored (capped, or > budget)", "best so far", "budget 1000"]
+    plots.plot_objective(values, tmp_path / "m.png", budget=1000, mode="max")
+    assert visible_lines(seen["m"].axes[0])[0][2] == [300.0, 1500.0, 1500.0]

@@ -50,16 +50,26 @@ def test_the_search_metrics_come_from_the_declared_thresholds() -> None:
 
 
 def test_every_figure_defaults_to_the_declared_threshold() -> None:
+    import importlib
     import inspect
+    import pkgutil
 
-    from sweepgrok.analysis import plots
+    from sweepgrok import analysis
     from sweepgrok.config.thresholds import DEFAULT_GROK_THRESHOLD
 
+    # plots and the modules that draw its figures (curve_figures, heatmap_figure, ...).
+    modules = [
+        importlib.import_module(f"{analysis.__name__}.{info.name}")
+        for info in pkgutil.iter_modules(analysis.__path__)
+        if info.name == "plots" or info.name.endswith(("_figure", "_figures"))
+    ]
     defaults = {
         name: inspect.signature(fn).parameters["threshold"].default
-        for name, fn in inspect.getmembers(plots, inspect.isfunction)
-        if fn.__module__ == plots.__name__ and "threshold" in inspect.signature(fn).parameters
+        for module in modules
+        for name, fn in inspect.getmembers(module, inspect.isfunction)
+        if fn.__module__ == module.__name__ and "threshold" in inspect.signature(fn).parameters
     }
     allowed = (DEFAULT_GROK_THRESHOLD, inspect.Parameter.empty)
     odd = {n: d for n, d in defaults.items() if d not in allowed}
-    assert "accuracy_curves" in defaults and not odd, odd
+    assert {"accuracy_curves", "grok_heatmap", "survival_curves", "plot_all"} <= set(defaults)
+    assert not odd, odd
