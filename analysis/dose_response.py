@@ -58,6 +58,7 @@ from analysis.verdicts import Values, Verdict
 from sweepgrok.analysis.comparisons import baseline_mask, parse_baseline
 from sweepgrok.analysis.stats import AnalysisError, speedup, speedup_bound, times_and_censoring
 from sweepgrok.analysis.survival import holm, km_median
+from sweepgrok.config.thresholds import tag
 from sweepgrok.core.errors import USER_ERROR, error_line
 
 SUMMARIES = claims.HERE / "reproduction"
@@ -116,7 +117,7 @@ def _as_bool(value: Any) -> bool:
 
 def select(runs: pd.DataFrame, source: Source) -> pd.DataFrame:
     """The runs of `source` the dose-response reads, with its task and a boolean GeomDR arm."""
-    missing = [c for c in (ENABLED, WD, "steps_run", f"grok_step_{THRESHOLD * 100:.0f}")
+    missing = [c for c in (ENABLED, WD, "steps_run", f"grok_step_{tag(THRESHOLD)}")
                if c not in runs]  # fmt: skip
     if missing:
         raise DoseError(f"no column {', '.join(missing)}")
