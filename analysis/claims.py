@@ -640,8 +640,9 @@ def awaits_runs(claim: Claim, summaries: Path) -> bool:
     ).exists()
 
 
-def claims_table(claims: Sequence[Claim], summaries: Path) -> str:
-    """The claims table (Markdown) of `claims`, computed from the runs.csv under `summaries`."""
+def compare_claims(claims: Sequence[Claim], summaries: Path) -> list[Compared]:
+    """Each claim compared on the runs.csv under `summaries` (a planned claim whose runs are
+    not in yet: not tested, `AWAITING`); p Holm not set. ClaimError names the file and claim."""
     cache: dict[str, pd.DataFrame] = {}
     compared = []
     for claim in claims:
@@ -656,6 +657,12 @@ def claims_table(claims: Sequence[Claim], summaries: Path) -> str:
             compared.append(compare_claim(claim, cache[claim.sweep]))
         except (AnalysisError, ClaimError) as err:
             raise ClaimError(f"{claim.sweep}/runs.csv: claim {claim.text!r}: {err}") from err
+    return compared
+
+
+def claims_table(claims: Sequence[Claim], summaries: Path) -> str:
+    """The claims table (Markdown) of `claims`, computed from the runs.csv under `summaries`."""
+    compared = compare_claims(claims, summaries)
     rows = verdicts.adjust([c.row for c in compared])
     sizes = verdicts.family_sizes(rows)
     lines = [
