@@ -25,7 +25,8 @@ OPTUNA_MODULES = {"sweepgrok/search/study.py", "sweepgrok/tune/search.py"}
 EXTRAS = ("mlflow", "wandb")
 """Optional extras: a base install has neither, so nothing outside sweepgrok/trackers/ may
 import them."""
-LAYERS = ("core", "config", "store", "train", "search", "analysis", "trackers", "tune", "cli")
+LAYERS = ("core", "config", "store", "train", "search", "analysis", "trackers", "tune", "api",
+          "cli")
 """The folders of sweepgrok, bottom first: each may import its own folder and those before it."""
 ENTRY = "sweepgrok/__main__.py"
 """`python -m sweepgrok`: runs the CLI, so it imports it (and nothing else)."""
