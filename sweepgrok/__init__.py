@@ -15,6 +15,8 @@ See docs/python.md.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -51,8 +53,38 @@ __all__ = [
 ]
 
 
+PACKAGE_FUNCTIONS = ("train", "search")
+"""API functions named like a subpackage (sweepgrok/train/, sweepgrok/search/): the import
+system binds the subpackage to that name of this package whenever one of its modules is
+imported, so the subpackage itself is made callable: ``sg.train(config)`` runs the function
+and ``sweepgrok.train.trainer`` is still the module."""
+
+
+class _CallablePackage(types.ModuleType):
+    """A subpackage that, called, runs the API function of its name."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run sweepgrok.api.running's function of this package's name (see its docstring)."""
+        name = self.__name__.rpartition(".")[2]
+        return getattr(importlib.import_module(_WHERE[name]), name)(*args, **kwargs)
+
+
+class _Package(types.ModuleType):
+    """This package: each subpackage of PACKAGE_FUNCTIONS is made callable as it is bound."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in PACKAGE_FUNCTIONS and isinstance(value, types.ModuleType):
+            value.__class__ = _CallablePackage
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
 def __getattr__(name: str) -> Any:
     """A public name, imported from its module on first use (PEP 562)."""
+    if name in PACKAGE_FUNCTIONS:  # bound (callable) by the import: see PACKAGE_FUNCTIONS
+        return importlib.import_module(f"{__name__}.{name}")
     if name in _WHERE:
         value = getattr(importlib.import_module(_WHERE[name]), name)
         globals()[name] = value

@@ -188,5 +188,5 @@ def test_a_folder_refuses_a_second_recorder_of_the_same_run(tmp_path: Path) -> N
         Recorder(tmp_path / "x", {"train": {"seed": 3}})
     Recorder(tmp_path / "x", {"train": {"seed": 4}}).finish()  # another seed: another run
     assert len(sg.read_runs(tmp_path / "x")) == 2
-    with pytest.raises(sg.ConfigError, match="config: unknown key 'task.q'"):
+    with pytest.raises(sg.ConfigError, match=r"config: unknown key 'task\.q'"):
         Recorder(tmp_path / "y", {"task.q": 3})
