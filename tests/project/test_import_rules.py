@@ -109,7 +109,7 @@ def test_every_package_is_seen() -> None:
     folders = {p.split("/")[1] for p in MODULES if p.startswith("sweepgrok/") and p.count("/") > 1}
     assert folders == set(LAYERS)
     assert imports("sweepgrok/tune/search.py", "optuna")  # lazily, inside functions
-    assert imports("sweepgrok/cli/search.py", "sweepgrok.tune")
+    assert imports("sweepgrok/api/running.py", "sweepgrok.tune")
     assert imports("sweepgrok/trackers/mlflow.py", "mlflow")  # and not mistaken for its own name
     assert imports("sweepgrok/trackers/wandb.py", "wandb")
     assert not imports("sweepgrok/tune/callback.py", "mlflow")
