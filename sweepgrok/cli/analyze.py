@@ -7,11 +7,12 @@ stats, plots (and so pandas, scipy, matplotlib) are imported inside the command,
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from sweepgrok.analysis.tables import Format, render
+from sweepgrok.api.reading import analysis
 from sweepgrok.cli.common import (
     Baseline,
     By,
@@ -24,15 +25,11 @@ from sweepgrok.cli.common import (
     check_output,
     check_sweep_dirs,
     fail,
-    split_keys,
 )
 from sweepgrok.store.outputs import FigureFormat, os_reason, write_text
 
 MAX_BOOT = 100_000
 """Cap on --n-boot: a group's resample matrix is n_boot x its runs (8 bytes each, twice)."""
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 
 def _check_outputs(
@@ -80,17 +77,18 @@ def analyze(
 ) -> None:
     """Print the grokking statistics of each group: success rate, grok step, delay, Kaplan-Meier
     median and speed-up against a baseline. It reads the Parquet files only (no Ray, no torch)."""
-    from sweepgrok.analysis import comparisons, stats
     from sweepgrok.analysis.report_content import result_text
 
     sweep_dirs = check_sweep_dirs(sweep_dirs)  # a storage folder: its sweeps
     _check_outputs(out, plots, plot_format, per_run)
     with analysis_errors():
-        metrics, summary, keys = _load(sweep_dirs, by, skip_damaged, censor_interrupted)
-        theta = float(threshold.value) if threshold else stats.default_threshold(summary)
-        table = comparisons.analysis_table(
-            summary, keys, baseline, paired=paired, threshold=theta, n_boot=n_boot, seed=seed
-        )
+        done = analysis(sweep_dirs, by=by, baseline=baseline, paired=paired,
+                        threshold=float(threshold.value) if threshold else None, n_boot=n_boot,
+                        seed=seed, skip_damaged=skip_damaged,
+                        censor_interrupted=censor_interrupted,
+                        note=lambda line: typer.echo(line, err=True))
+        table, metrics, summary, keys, theta = (done.table, done.metrics, done.summary,
+                                                done.keys, done.threshold)
         said = result_text(table, summary, keys, fmt, theta, default=by is None,
                            baseline=baseline)
     _emit(render(table, keys, fmt, theta) + said, out)
@@ -103,30 +101,6 @@ def analyze(
                 typer.echo(f"wrote {path}", err=True)
         except OSError as err:  # checked writable above: the disk filled up, or a race
             raise fail(f"{plots}: cannot write a figure: {os_reason(err)}", "--plots") from None
-
-
-def _load(
-    sweep_dirs: list[Path], by: str | None, skip_damaged: bool, censor_interrupted: bool
-) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """(metrics, run summary of the runs with a run row, grouping keys)."""
-    from sweepgrok.analysis import stats
-
-    keys = split_keys(by)
-    metrics, summary, pending = stats.load_recorded_runs(
-        sweep_dirs, skip_damaged=skip_damaged, censor_interrupted=censor_interrupted,
-        keep_repeats=stats.separates_sweeps(keys),
-    )
-    stats.check_runs_to_analyse(summary, pending, sweep_dirs)
-    if pending:
-        typer.echo(
-            f"note: {pending} run(s) have not ended (no runs/ row yet, or interrupted: "
-            "--resume finishes them, --censor-interrupted keeps them): left out",
-            err=True,
-        )
-    kept = stats.interrupted_count(summary)
-    if kept:
-        typer.echo(f"note: {stats.interrupted_note(kept)}", err=True)
-    return metrics, summary, stats.resolve_by(summary, keys)
 
 
 def _emit(text: str, out: Path | None) -> None:

@@ -46,17 +46,17 @@ def fail(message: str, where: str | None = None, code: int = USER_ERROR) -> type
 @contextlib.contextmanager
 def analysis_errors() -> Iterator[None]:
     """What reading and analysing sweep folders refuses (stats.AnalysisError: the option at
-    fault; parts.DamagedPart: the damaged part file) as the one error line, exit 2."""
-    from sweepgrok.analysis.stats import AnalysisError
-    from sweepgrok.core.errors import analysis_option, damaged_part_message
-    from sweepgrok.store.parts import DamagedPart
+    fault; parts.DamagedPart: the damaged part file; the Python API's ConfigError, their message
+    with its option or folder first: sweepgrok.api.reading.user_errors) as the one error line,
+    exit 2."""
+    from sweepgrok.api.reading import user_errors
+    from sweepgrok.config.trial import ConfigError
 
     try:
-        yield
-    except AnalysisError as err:
-        raise fail(str(err), analysis_option(err)) from None
-    except DamagedPart as err:
-        raise fail(damaged_part_message(err), str(err.sweep_dir)) from None
+        with user_errors():
+            yield
+    except ConfigError as err:
+        raise fail(str(err)) from None
 
 
 def cannot_write_rows(err: Exception, then: str) -> typer.Exit:

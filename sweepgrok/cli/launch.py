@@ -173,17 +173,9 @@ def run(
     tracker: list[str] | None = None,
     resume_command: str = "",
 ) -> Any:
-    """Start Ray (embedded or cluster) and run the trials."""
-    from sweepgrok.trackers import parse_trackers
-    from sweepgrok.tune.grid import launch_grid
+    """Start Ray (embedded or cluster) and run the trials (sweepgrok.api.running.run_grid)."""
+    from sweepgrok.api.running import run_grid
 
-    return launch_grid(
-        spec,
-        sweep_dir,
-        address=address,
-        max_concurrent=max_concurrent,
-        resume=resume,
-        verbose=verbose,
-        trackers=parse_trackers(tracker),
-        resume_command=resume_command,
-    )
+    return run_grid(spec, sweep_dir, address=address, max_concurrent=max_concurrent,
+                    resume=resume, verbose=verbose, trackers=tracker,
+                    resume_command=resume_command)

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from sweepgrok.api.reading import report as write_report
 from sweepgrok.cli.common import (
     Baseline,
     By,
@@ -23,10 +24,7 @@ from sweepgrok.cli.common import (
     analysis_errors,
     check_output,
     check_sweep_dirs,
-    fail,
-    split_keys,
 )
-from sweepgrok.store.outputs import os_reason
 
 
 def report(
@@ -54,19 +52,15 @@ def report(
     The tables are given at each threshold (0.95, 0.99) that every run could see; --threshold
     picks the figures'.
     """
-    from sweepgrok.analysis.reporting import HTML_FILE, build_report
+    from sweepgrok.analysis.reporting import HTML_FILE
 
     sweep_dirs = check_sweep_dirs(sweep_dirs)  # a storage folder: its sweeps
     check_output(out, "--out", folder=True)  # before any work
     theta = float(threshold.value) if threshold else None
-    try:
-        with analysis_errors():
-            path = build_report(
-                sweep_dirs, out, split_keys(by), baseline, theta, paired, skip_damaged, html,
-                censor_interrupted=censor_interrupted,
-            )
-    except OSError as err:  # the reading side raises DamagedPart: this is the report's folder
-        raise fail(f"{out}: cannot write the report: {os_reason(err)}", "--out") from None
+    with analysis_errors():  # a folder that cannot take the report too (--out)
+        path = write_report(sweep_dirs, out, by=by, baseline=baseline, paired=paired,
+                            threshold=theta, skip_damaged=skip_damaged, html=html,
+                            censor_interrupted=censor_interrupted)
     typer.echo(f"wrote {path}")
     if html:
         typer.echo(f"wrote {out / HTML_FILE}")

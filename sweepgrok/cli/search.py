@@ -232,12 +232,8 @@ def run(
     tracker: list[str] | None = None,
     resume_command: str = "",
 ) -> Any:
-    """Persist the study record, then run the trials."""
-    from sweepgrok.search.study import write_study_record
-    from sweepgrok.trackers import parse_trackers
-    from sweepgrok.tune.search import run_search
+    """Persist the study record, then run the trials (sweepgrok.api.running.run_study)."""
+    from sweepgrok.api.running import run_study
 
-    write_study_record(sweep_dir, record)
-    trackers = parse_trackers(tracker)
-    return run_search(spec, sweep_dir, record, address=address, verbose=verbose, trackers=trackers,
-                      resume_command=resume_command)
+    return run_study(spec, sweep_dir, record, address=address, verbose=verbose,
+                     trackers=tracker, resume_command=resume_command)

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
 import shlex
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from sweepgrok.api.running import (
+    TRAIN_NOTE,
+    TrainInterrupted,
+    prepare_out,
+    train_into,
+    trial_config,
+)
 from sweepgrok.cli.common import (
     Fresh,
     Trackers,
@@ -19,9 +25,8 @@ from sweepgrok.cli.common import (
     fail,
     plain_console,
 )
-from sweepgrok.config.trial import ConfigError, device_problem, load_config
-from sweepgrok.core.interrupt import Interrupted, Interruption, continue_line, handling
-from sweepgrok.store.sweepdir import make_sweep_folder, prepare_train_folder
+from sweepgrok.config.trial import ConfigError
+from sweepgrok.core.interrupt import Interruption, continue_line, handling
 
 TrainResume = Annotated[
     bool,
@@ -57,25 +62,20 @@ def train(
     apply_umask(umask)
     check_resume_fresh(resume, fresh)
     try:
-        cfg = load_config(config, set_ or [])
+        cfg = trial_config(config, set_ or [])
     except ConfigError as err:
         raise fail(str(err)) from None
-    problem = device_problem(cfg.train.device, cfg.train.cuda_graph)
-    if problem:
-        raise fail(problem, str(config))
     where = "--out" if out is not None else None
     out = out if out is not None else Path("runs") / config.stem
     command = continue_command(config, set_ or [], out, quiet, umask, tracker or [])
     # From here a signal is ours (sweepgrok.core.interrupt): one that comes before the first
     # evaluation stops the command there. cleanup: the rows in memory are flushed even after
     # a second signal; a third ends at once.
-    note = "stopping at the next evaluation, with a checkpoint there"
-    with handling(note, cleanup=True) as intr:
+    with handling(TRAIN_NOTE, cleanup=True) as intr:
         try:  # before training: a folder that cannot take the rows would lose the run at the end
-            prepare_train_folder(out, fresh=fresh)
-            make_sweep_folder(out)
+            prepare_out(out, fresh=fresh, where=where)
         except ConfigError as err:
-            raise fail(str(err), where) from None
+            raise fail(str(err)) from None
         rows = _train(cfg, out, where, resume=resume, quiet=quiet, tracker=tracker, intr=intr,
                       command=command)
     if rows is not None:
@@ -98,96 +98,27 @@ def continue_command(config: Path, sets: list[str], out: Path, quiet: bool, umas
 def _train(cfg: Any, out: Path, where: str | None, *, resume: bool, quiet: bool,
            tracker: list[str] | None, intr: Interruption, command: str
            ) -> list[dict[str, Any]] | None:
-    """Train into `out` (see sweepgrok.train.trainrun); the run rows, or None when nothing ran."""
-    from sweepgrok.store.sink import FirstWriteSink, ParquetSink, PartWriteError
-    from sweepgrok.trackers import parse_trackers
-    from sweepgrok.trackers.base import tracked
-    from sweepgrok.train.process import configure_process
-    from sweepgrok.train.trainrun import Checkpoints, remove_checkpoint
+    """Train into `out` (sweepgrok.api.running.train_into); the run rows, or None when nothing
+    ran. Its refusals, an interruption and a full disk as the one line each, and the exit."""
+    from sweepgrok.store.sink import PartWriteError
 
-    trainer = None
+    def progress(folder: Any) -> _Progress:
+        return _Progress(cfg.train.max_steps, len(cfg.train.seed_list), quiet,
+                         cfg.train.grok_threshold, folder.grokked)
+
     try:
-        configure_process(cfg.train)
-        trainer, folder, resumed = _prepare(cfg, out, where, resume)
-        if resume and folder.run_ids and not folder.unfinished:
-            typer.echo(f"{out}: every run has ended already; nothing to resume", err=True)
-            _compact(out)  # a compaction a crash cut short is finished here
-            return None
-        mirrored = tracked(ParquetSink(out), parse_trackers(tracker), sweep=out.name,
-                           sweep_dir=out)
-        sink = FirstWriteSink(mirrored, folder.written)
-        try:
-            with _Progress(cfg.train.max_steps, len(cfg.train.seed_list), quiet,
-                           cfg.train.grok_threshold, folder.grokked) as prog:
-                ckpt = Checkpoints(folder.checkpoint, cfg.train.checkpoint_every, sink, intr,
-                                   prog.update)
-                rows = trainer.run(sink, ckpt)
-        except (Interrupted, KeyboardInterrupt):
-            _interrupted(trainer, sink, folder, intr, command,
-                         ckpt.step if ckpt.step is not None else resumed)
-        finally:
-            mirrored.close()
+        rows = train_into(cfg, out, resume=resume, where=where, trackers=tracker, intr=intr,
+                          progress=progress)
+    except ConfigError as err:
+        raise fail(str(err)) from None
+    except TrainInterrupted as err:
+        typer.echo(continue_line(err.kept, command), err=True)
+        raise typer.Exit(err.exit_code) from None
     except PartWriteError as err:  # the rows before are on disk, the checkpoint behind them
         raise cannot_write_rows(err, f"`{command}` continues") from None
-    except KeyboardInterrupt:  # a second signal before training began
-        if trainer is not None:
-            raise
-        typer.echo(continue_line(f"{out} holds no new rows", command), err=True)
-        raise typer.Exit(intr.exit_code) from None
-    remove_checkpoint(folder)
-    _compact(out)  # a resumed run's interrupted row goes: one row per run on disk
+    if rows is None:
+        typer.echo(f"{out}: every run has ended already; nothing to resume", err=True)
     return rows
-
-
-def _compact(out: Path) -> None:
-    """One row per key on disk (sweepgrok.store.compact). A second signal meanwhile (its
-    KeyboardInterrupt) leaves the parts as they are: the readers read them right, and the next
-    end compacts them."""
-    from sweepgrok.store.compact import compact_sweep
-
-    with contextlib.suppress(KeyboardInterrupt):
-        compact_sweep(out)
-
-
-def _prepare(cfg: Any, out: Path, where: str | None, resume: bool) -> tuple[Any, Any, int | None]:
-    """(trainer, what the folder holds, the step resumed from): exit 2 for a folder that holds
-    other runs, or a damaged part or checkpoint."""
-    from sweepgrok.core.errors import damaged_part_message
-    from sweepgrok.store.parts import DamagedPart
-    from sweepgrok.train.trainer import CHECKPOINT_FILE, CheckpointError, Trainer
-    from sweepgrok.train.trainrun import check_folder, read_folder
-
-    try:
-        folder = read_folder(out, cfg.train.grok_threshold)
-    except DamagedPart as err:
-        if resume:
-            raise fail(damaged_part_message(err), str(err.sweep_dir)) from None
-        raise fail(f"{out}: already holds runs ({err.part}: {err.reason}): pass --fresh to "
-                   "delete it and start over, or choose another --out", where) from None
-    trainer = Trainer(cfg, sweep=out.name)
-    try:
-        check_folder(folder, trainer.run_ids, resume)
-    except ConfigError as err:
-        raise fail(str(err), where) from None
-    if not (resume and (folder.checkpoint / CHECKPOINT_FILE).exists()):
-        return trainer, folder, None
-    try:
-        trainer.load_checkpoint(folder.checkpoint)
-    except CheckpointError as err:
-        raise fail(f"{err}: --fresh starts over") from None
-    return trainer, folder, trainer.step
-
-
-def _interrupted(trainer: Any, sink: Any, folder: Any, intr: Interruption, command: str,
-                 checkpoint: int | None) -> None:
-    """Keep what was measured, say so in one line and how to go on; exit 130 or 143."""
-    from sweepgrok.train.trainrun import kept_text, record_interruption, steps_on_disk
-
-    n = record_interruption(trainer, sink, folder)
-    _compact(folder.out)  # a second resume's interrupted rows supersede the first's
-    kept = kept_text(folder.out, steps_on_disk(folder.out), n, checkpoint)
-    typer.echo(continue_line(kept, command), err=True)
-    raise typer.Exit(intr.exit_code)
 
 
 class _Progress:

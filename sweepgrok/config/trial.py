@@ -689,6 +689,45 @@ def load_config(path: str | Path, overrides: Iterable[str] = ()) -> Config:
     return from_tree(merged, str(path), blame=lambda err: _blamed(err, str(path), given))
 
 
+def as_config(
+    config: str | Path | Mapping[str, Any] | Config,
+    overrides: Iterable[str] | Mapping[str, Any] = (),
+    source: str = "config",
+) -> Config:
+    """A trial config given as a YAML path, a dict (nested sections, or flat dotted keys as
+    ``{"task.p": 13}``) or a Config, with overrides (``--set`` items, or a flat dict of typed
+    values); every refusal is a ConfigError naming `source` (a path names itself) and the key."""
+    tree: Mapping[str, Any]
+    if isinstance(config, str | Path):
+        if not isinstance(overrides, Mapping):
+            return load_config(config, overrides)  # a refused value blamed on file or --set
+        tree, source = read_mapping(config, "sections"), str(config)
+    elif isinstance(config, Config):
+        tree = config.model_dump()
+    elif isinstance(config, Mapping) and any("." in str(key) for key in config):
+        try:
+            tree = nest(config)
+        except ConfigError as err:
+            raise ConfigError(f"{source}: {err}") from None
+    elif isinstance(config, Mapping):
+        tree = config
+    else:
+        raise ConfigError(f"{source}: a trial config is a YAML path, a dict of sections or a "
+                          f"Config (got {type(config).__name__})")
+    flat = (_flat_overrides(overrides) if isinstance(overrides, Mapping)
+            else parse_overrides(overrides))
+    return from_tree(merge(tree, flat), source)
+
+
+def _flat_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """A flat {dotted key: value} dict of overrides, its keys checked (named as --set does)."""
+    try:
+        nest(overrides)
+    except ConfigError as err:
+        raise ConfigError(f"--set: {err}") from None
+    return dict(overrides)
+
+
 def _blamed(err: ValidationError, path: str, given: Mapping[str, str]) -> str:
     """Who gave the values refused: ``--set model.norm=layer_norm`` when every refused key came
     from a --set; ``trial.yaml with --set ...`` when a check across a section's keys failed

@@ -435,10 +435,34 @@ def dedupe(table: pa.Table, keys: Sequence[str]) -> pa.Table:
 
 
 def read_metrics(
-    sweep_dirs: Any, columns: Sequence[str] | None = None, *, skip_damaged: bool = False
+    sweep_dirs: Any,
+    columns: Sequence[str] | None = None,
+    *,
+    skip_damaged: bool = False,
+    extras: bool = False,
 ) -> Any:
-    """metrics/ as a pandas DataFrame, one row per (run_id, step) (see read_table)."""
-    return read_table(sweep_dirs, "metrics", columns, skip_damaged=skip_damaged).to_pandas()
+    """metrics/ as a pandas DataFrame, one row per (run_id, step) (see read_table); with
+    `extras`, also every column a part holds beyond the schema (a Recorder's own metrics)."""
+    frame = read_table(sweep_dirs, "metrics", columns, skip_damaged=skip_damaged).to_pandas()
+    return _with_extras(frame, sweep_dirs, skip_damaged) if extras else frame
+
+
+def _with_extras(frame: Any, sweep_dirs: Any, skip_damaged: bool) -> Any:
+    """`frame` (metrics/ read) joined with the extra columns of its parts, the last-written
+    value per (run_id, step) as for every other column."""
+    dirs = [Path(sweep_dirs)] if isinstance(sweep_dirs, str | Path) else list(map(Path, sweep_dirs))
+    parts = part_files(dirs, "metrics", METRICS_SCHEMA, skip_damaged)
+    fields: dict[str, pa.Field] = {}
+    for part in parts:
+        for f in part.physical_schema:
+            if f.name not in METRICS_SCHEMA.names:
+                fields.setdefault(f.name, f)
+    if not fields:
+        return frame
+    wide = pa.schema([METRICS_SCHEMA.field("run_id"), METRICS_SCHEMA.field("step"),
+                      *fields.values()])
+    extra = dedupe(as_dataset(parts, wide).to_table(), KEYS["metrics"]).to_pandas()
+    return frame.merge(extra, on=KEYS["metrics"], how="left")
 
 
 def read_runs(

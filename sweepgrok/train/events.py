@@ -91,6 +91,12 @@ class RunTracker:
                 self.collapse_step = step
         self.last = {"step": step, "train_acc": train_acc, "test_acc": test_acc}
 
+    @classmethod
+    def for_config(cls, run_id: str, cfg: Config) -> RunTracker:
+        """The tracker of a run of `cfg`: its thresholds and collapse fraction."""
+        t = cfg.train
+        return cls(run_id, t.grok_threshold, t.fit_threshold, cfg.geometry.collapse_fraction)
+
     @property
     def grokked(self) -> bool:
         return self.grok_step is not None

@@ -132,11 +132,7 @@ class Trainer:
         self.warm = WarmSubspaces() if cfg.geomdr.solver == "subspace" else None
         self.gens = [self._generator(s, _BATCH_STREAM) for s in self.seeds]
         self.geo_gens = [self._generator(s, _GEOMDR_STREAM) for s in self.seeds]
-        t = cfg.train
-        self.trackers = [
-            RunTracker(rid, t.grok_threshold, t.fit_threshold, cfg.geometry.collapse_fraction)
-            for rid in self.run_ids
-        ]
+        self.trackers = [RunTracker.for_config(rid, cfg) for rid in self.run_ids]
         self.active = list(range(len(self.seeds)))  # member index of each ensemble slot
         self.ended: set[int] = set()
         """Members that ended but still fill a slot (a captured step compacts lazily)."""
