@@ -123,12 +123,15 @@ def where(key: str, name: str) -> str:
     return f"plugin {excerpt(name)!r} (module {target.partition(':')[0]})"
 
 
-@functools.cache
 def task_spec(name: str) -> Task:
-    """The Task that task.name names: a built-in, or a plugin checked against the protocol
-    (docs/extending.md). Raises PluginError."""
-    obj = resolve("task.name", name, TASKS)
-    return obj if name in TASKS else as_task(obj, where("task.name", name))
+    """The Task that task.name names: a built-in (read from TASKS each time), or a plugin
+    checked against the protocol (docs/extending.md). Raises PluginError."""
+    return TASKS[name] if name in TASKS else _plugin_task(name)
+
+
+@functools.cache
+def _plugin_task(name: str) -> Task:
+    return as_task(resolve("task.name", name, TASKS), where("task.name", name))
 
 
 TASK_REQUIRED = ("table", "n_tokens", "size")

@@ -14,7 +14,14 @@ import pytest
 import yaml
 from conftest import one_line_error, tiny_tree
 
-from sweepgrok.config.plugins import BUILTIN_ARCHS, GROUPS, check_model, load, task_spec
+from sweepgrok.config.plugins import (
+    BUILTIN_ARCHS,
+    GROUPS,
+    _plugin_task,
+    check_model,
+    load,
+    task_spec,
+)
 from sweepgrok.config.tasks import TASKS
 from sweepgrok.config.trial import ConfigError, config_hash, from_flat
 
@@ -96,7 +103,7 @@ def plugin_dir(tmp_path, monkeypatch):
     yield tmp_path
     for name in [m for m in sys.modules if m in ("good_mod",)]:
         del sys.modules[name]
-    for cached in (load, task_spec, check_model):
+    for cached in (load, _plugin_task, check_model):
         cached.cache_clear()
 
 
