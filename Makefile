@@ -14,12 +14,14 @@ export RAY_USAGE_STATS_ENABLED := 0
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml constraints.txt
+# The example plugin package (docs/extending.md) goes in too: the tests run it by entry point.
+$(STAMP): pyproject.toml constraints.txt examples/grokking_plugins/pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# torch first, pinned: the pin resolves to a CPU wheel here (no multi-GB CUDA download).
 	$(BIN)/pip install -q -c constraints.txt torch==2.13.0
 	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install -q -c constraints.txt -e examples/grokking_plugins
 	touch $(STAMP)
 
 demo: $(STAMP)

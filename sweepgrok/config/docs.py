@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic.fields import FieldInfo
 
+from sweepgrok.config.plugins import BUILTIN_ARCHS
+from sweepgrok.config.tasks import TASKS
 from sweepgrok.config.trial import SECTIONS, Config, describe_keys
 
 REGENERATE = "python -m sweepgrok.config.docs > docs/config.md"
@@ -63,6 +65,8 @@ def type_name(annotation: Any) -> str:
         return "[" + ", ".join(type_name(a) for a in args) + "]"
     if origin is list:
         return f"list[{type_name(args[0])}]"
+    if origin is dict:
+        return "mapping"
     return str(getattr(annotation, "__name__", annotation))
 
 
@@ -91,11 +95,18 @@ def _bounds(info: FieldInfo) -> str:
     return ""
 
 
-def allowed_text(info: FieldInfo) -> str:
+PLUGIN_KEYS = {"task.name": tuple(TASKS), "model.arch": BUILTIN_ARCHS}
+"""Keys that name a built-in or a plugin (docs/extending.md): their built-in names."""
+
+
+def allowed_text(info: FieldInfo, key: str = "") -> str:
     """What a non-null value must be beyond its type: the choices, or the bounds ("-": none).
 
     Whether null is allowed shows in the type column ("int or null").
     """
+    if key in PLUGIN_KEYS:
+        names = ", ".join(f"`{c}`" for c in PLUGIN_KEYS[key])
+        return f"{names}, or a plugin ([extending.md](extending.md))"
     if get_origin(info.annotation) is Literal:
         return ", ".join(f"`{c}`" for c in get_args(info.annotation))
     if info.annotation is bool:
@@ -120,7 +131,7 @@ def section_table(section: str) -> str:
             f"`{key}`",
             _escape(type_name(info.annotation)),
             f"`{default_text(info.default)}`",
-            _escape(allowed_text(info)),
+            _escape(allowed_text(info, key)),
             _escape(docs[key]),
         ]
         lines.append("| " + " | ".join(cells) + " |")

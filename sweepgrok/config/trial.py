@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from sweepgrok.config.plugins import check_model, task_spec, validate_options
 from sweepgrok.config.suggest import did_you_mean
-from sweepgrok.config.tasks import TASKS, Task, TaskName, train_size
+from sweepgrok.config.tasks import TASKS, Task, train_size
 from sweepgrok.config.thresholds import DEFAULT_GROK_THRESHOLD
 from sweepgrok.config.yamlfile import YamlInputError, load_file, parse
 from sweepgrok.core.errors import excerpt, quoted
 
-Arch = Literal["transformer", "mlp"]
 NormName = Literal["none", "layernorm", "rmsnorm", "sphere"]
 Attention = Literal["softmax", "uniform"]
 Unembed = Literal["auto", "linear", "cosine"]
@@ -44,6 +44,10 @@ class ConfigError(ValueError):
 
 MAX_P = 2000
 """Largest task.p (a Z_p table has p**2 rows: 4e6 at 2000)."""
+MAX_BITS = 4096
+"""Most input bits of sparse parity (task.bits): a sequence of that many tokens per example."""
+MAX_SAMPLES = 1_000_000
+"""Most examples of a sampled table (task.samples): a Z_p table has at most MAX_P**2 = 4e6."""
 MAX_SEED = 2**63 - 1
 """Largest seed (train.seed, train.seeds, task.data_seed): seeds are int64 columns of the runs/
 Parquet (torch's generators would take up to 2**64 - 1, but the run row could not be written)."""
@@ -73,11 +77,13 @@ def is_prime(n: int) -> bool:
 
 
 class TaskConfig(_Section):
-    name: TaskName = "add"
+    name: str = "add"
     """Operation: add, sub, mul, div (a * b^-1 mod p) on Z_p, or s5 (permutation composition);
     Power et al. (2022)'s div_odd_sub (a / b if b odd, else a - b), sum_sq (a^2 + b^2), quad
     (a^2 + ab + b^2), quad_x (quad + a), cube_xy (a^3 + ab), cube_xy2_y (a^3 + ab^2 + b) on Z_p,
-    and s5_conj (a b a^-1), s5_xyx (a b a) on S5."""
+    and s5_conj (a b a^-1), s5_xyx (a b a) on S5; sparse_parity (Barak et al. 2022: the parity
+    of task.relevant_bits of task.bits bits); or a task from outside sweepgrok, as
+    'module:attribute' or an entry point of group sweepgrok.tasks (docs/extending.md)."""
     p: int = Field(113, ge=2, le=MAX_P)
     """Modulus for the Z_p tasks (ignored by the S5 ones); div and div_odd_sub need a prime."""
     train_fraction: float = Field(0.3, gt=0.0, lt=1.0)
@@ -87,10 +93,31 @@ class TaskConfig(_Section):
     """Seed of the train/test split (separate from the init seed train.seed)."""
     split_follows_seed: bool = False
     """If true, each run draws its split from its train.seed (paper 1), ignoring data_seed."""
+    bits: int = Field(40, ge=1, le=MAX_BITS)
+    """sparse_parity only: input bits n (each a token, 0 or 1)."""
+    relevant_bits: int = Field(3, ge=1, le=MAX_BITS)
+    """sparse_parity only: relevant bits k (at most task.bits); the label is their parity. Which
+    k of the n bits is drawn from task.data_seed."""
+    samples: int = Field(1000, ge=2, le=MAX_SAMPLES)
+    """sparse_parity only: distinct inputs drawn (from task.data_seed, after the relevant bits)
+    to form the table that task.train_fraction splits; at most 2^task.bits."""
+    options: dict[str, Any] = {}
+    """A plugin task's own keys (a mapping), checked by the plugin; built-ins take none."""
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        task_spec(name)  # a built-in, or a plugin that imports and follows the protocol
+        return name
 
     @model_validator(mode="after")
     def _check(self) -> TaskConfig:
-        if self.spec.needs_prime and not is_prime(self.p):
+        spec = self.spec
+        who = f"task {self.name}" if self.name in TASKS else f"plugin task {self.name!r}"
+        validate_options("task.options", spec, self.options, who)
+        if self.name == "sparse_parity":
+            self._check_parity()
+        if spec.needs_prime and not is_prime(self.p):
             raise ValueError(f"task.p must be prime for task.name={self.name} (got {self.p})")
         size, wanted = self.size, round(self.train_fraction * self.size)
         if not 1 <= wanted <= size - 1:
@@ -101,14 +128,25 @@ class TaskConfig(_Section):
             )
         return self
 
+    def _check_parity(self) -> None:
+        if self.relevant_bits > self.bits:
+            raise ValueError(f"task.relevant_bits ({self.relevant_bits}) must be at most "
+                             f"task.bits ({self.bits})")
+        if self.samples > 2 ** min(self.bits, 30):  # 2^30 > MAX_SAMPLES
+            raise ValueError(f"task.samples ({self.samples}) must be at most 2^task.bits = "
+                             f"{2**self.bits} (distinct inputs of {self.bits} bits)")
+
     def describe(self) -> str:
         """The task in words, for messages: 'add with task.p=11'."""
-        return self.name if self.name == "s5" else f"{self.name} with task.p={self.p}"
+        if self.name == "sparse_parity":
+            return (f"sparse_parity with task.bits={self.bits}, "
+                    f"task.relevant_bits={self.relevant_bits}, task.samples={self.samples}")
+        return f"{self.name} with task.p={self.p}" if self.spec.uses_p else self.name
 
     @property
     def size(self) -> int:
         """Examples in the full operation table."""
-        return self.spec.size(self.p)
+        return self.spec.size(self)
 
     @property
     def n_train(self) -> int:
@@ -117,23 +155,30 @@ class TaskConfig(_Section):
 
     @property
     def spec(self) -> Task:
-        """This task's entry in sweepgrok.config.tasks.TASKS."""
-        return TASKS[self.name]
+        """This task: its entry in sweepgrok.config.tasks.TASKS, or the plugin's."""
+        return task_spec(self.name)
 
     @property
     def n_tokens(self) -> int:
-        """Number of operand values: p for Z_p, 120 for S5."""
-        return self.spec.n_tokens(self.p)
+        """Number of input token values: p for Z_p, 120 for S5, 2 for sparse parity."""
+        return self.spec.n_tokens(self)
+
+    @property
+    def seq_len(self) -> int:
+        """Input tokens of an example before '=': 2 (a, b), task.bits for sparse parity."""
+        return self.spec.seq_len(self)
 
     @property
     def n_classes(self) -> int:
-        """Output classes (the answer is an operand value)."""
-        return self.n_tokens
+        """Output classes (an operand value for the binary operations, a bit for parity)."""
+        return self.spec.classes(self)
 
 
 class ModelConfig(_Section):
-    arch: Arch = "transformer"
-    """transformer (paper 1 model, input [a, b, =]) or mlp (paper 2: embeddings concatenated)."""
+    arch: str = "transformer"
+    """transformer (paper 1 model, input [a, b, =]) or mlp (paper 2: embeddings concatenated), or
+    a model from outside sweepgrok, as 'module:attribute' or an entry point of group
+    sweepgrok.models (docs/extending.md)."""
     n_layers: int = Field(1, ge=1, le=64)
     """Transformer blocks, or hidden layers of the MLP."""
     d_model: int = Field(128, ge=1, le=MAX_WIDTH)
@@ -158,9 +203,20 @@ class ModelConfig(_Section):
     (rmsnorm) under the square root; unused by the other norms. 1e-5 is torch's LayerNorm
     default and every earlier run's value; paper 1's public notebook uses 1e-8 in its RMSNorm
     (its paper-1 RMSNorm files here set it)."""
+    options: dict[str, Any] = {}
+    """A plugin model's own keys (a mapping), checked by the plugin; built-ins take none."""
+
+    @field_validator("arch")
+    @classmethod
+    def _known(cls, arch: str) -> str:
+        check_model(arch)  # a built-in, or a plugin that imports and has the signatures
+        return arch
 
     @model_validator(mode="after")
     def _check(self) -> ModelConfig:
+        factory = check_model(self.arch)
+        who = f"model {self.arch}" if factory is None else f"plugin model {self.arch!r}"
+        validate_options("model.options", factory, self.options, who)
         if self.arch == "transformer" and self.d_model % self.n_heads:
             raise ValueError(
                 f"model.d_model ({self.d_model}) must be divisible by model.n_heads "

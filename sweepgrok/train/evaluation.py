@@ -10,6 +10,8 @@
   entries, padding, left out).
 
 A new measurement is one entry in ``measure`` plus its column in ``sweepgrok.store.columns``.
+A measurement that does not apply (to the task, or to a plugin model that lacks what it reads)
+is left out, its column null; ``not_measured`` says which, for the trainer's log line.
 ``to_host`` copies everything in one host sync (one per evaluation: on a GPU every read stalls
 the launch queue); ``rows`` builds the rows from the names.
 """
@@ -19,11 +21,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
 from sweepgrok.config.trial import Config, GeomDRConfig, GeometryConfig, LossName
 from sweepgrok.train import fourier_losses as fl
@@ -51,9 +53,34 @@ class Measures:
     freqs: dict[str, Any]
 
 
+def not_measured(model: nn.Module, cfg: Config) -> list[str]:
+    """The measurements an evaluation of `model` on `cfg` leaves out, and why (a plugin model,
+    or a task whose tokens are not Z_p); empty for a built-in model on a Z_p task."""
+    out = []
+    builtin = isinstance(model, Transformer | MLP)
+    if not builtin:
+        out.append("per-group and per-layer weight norms (weight_norm_embed, _pos, _unembed, "
+                   "geometry/ weight_norm and its groups): a plugin model's parameter groups "
+                   "are unknown")
+    if not cfg.task.spec.cyclic:
+        out.append(f"Fourier measures (fourier_*, key_freqs): task {cfg.task.name} is not Z_p")
+    elif not all(hasattr(model, a) for a in FOURIER_READS):
+        out.append("Fourier measures (fourier_*, key_freqs): the model has no "
+                   + " or ".join(FOURIER_READS))
+    return out
+
+
+FOURIER_READS = ("token_embedding", "class_unembedding")
+"""What the Fourier measures read of a model: (E, n_tokens, d) and (E, n_classes, d)."""
+
+
+def _fourier_applies(model: nn.Module, cfg: Config) -> bool:
+    return cfg.task.spec.cyclic and all(hasattr(model, a) for a in FOURIER_READS)
+
+
 @torch.no_grad()
 def measure(
-    model: Transformer | MLP,
+    model: nn.Module,
     cfg: Config,
     train: tuple[Tensor, Tensor],
     test: tuple[Tensor, Tensor],
@@ -73,24 +100,26 @@ def measure(
     test_stats = _split_stats(model, *test, test_hidden, loss)
     member["test_loss"], member["test_acc"] = test_stats.loss, test_stats.acc
     member["weight_norm"] = progress.weight_norm(model.parameters())
-    member["geomdr_loss"] = _geomdr_eval(hidden, cfg.geomdr)
-    layer: dict[str, Tensor] = {"weight_norm": _layer_weight_norm(model)}
+    member["geomdr_loss"] = _geomdr_eval(hidden, cfg.geomdr, train_stats.loss)
+    layer: dict[str, Tensor] = {}
+    if isinstance(model, Transformer | MLP):
+        layer["weight_norm"] = _layer_weight_norm(model)
     member.update(_progress(model, train_stats, attn, layer))
     freqs: dict[str, Tensor] = {}
-    if fourier_losses_apply(cfg):
+    if fourier_losses_apply(cfg) and isinstance(model, Transformer):
         freqs["key_freqs"] = fl.key_frequencies(model.token_embedding)
         member["restricted_loss"], member["excluded_loss"] = _fourier_losses(
             (train_stats.logits, train[1]), (test_stats.logits, test[1]), freqs["key_freqs"], loss)
-    if cfg.geometry.enabled:
+    if cfg.geometry.enabled and hidden:  # a plugin model may give no hidden representation
         layer.update(_geometry(hidden, geo_idx[0], cfg.geometry))
         # The last hidden representation's, beside the losses (all layers are in geometry/).
         member["deff"], member["rho"] = layer["deff"][:, -1], layer["rho"][:, -1]
         if test_hidden and geo_idx[1].shape[1] >= 2:  # a covariance needs two points
             layer["deff_test"] = _deff(test_hidden, geo_idx[1])
             member["deff_test"] = layer["deff_test"][:, -1]
-        if cfg.task.spec.cyclic:  # Fourier measures need token index = element of Z_p
+        if _fourier_applies(model, cfg):  # Fourier measures need token index = element of Z_p
             top = cfg.geometry.fourier_top
-            for name, w in (("fourier", model.token_embedding),
+            for name, w in (("fourier", cast(Tensor, model.token_embedding)),
                             ("fourier_unembed", _effective_unembedding(model, cfg))):
                 frac, freqs[f"{name}_freqs"] = geo.fourier_concentration(w, top)
                 member[f"{name}_frac"] = frac
@@ -98,10 +127,10 @@ def measure(
     return Measures(member, layer, freqs)
 
 
-def _effective_unembedding(model: Transformer | MLP, cfg: Config) -> Tensor:
+def _effective_unembedding(model: nn.Module, cfg: Config) -> Tensor:
     """(E, C, d): the class rows as the logits see them: unit rows for the cosine unembedding
     (logits = tau * cos(h, w_c) ignore the rows' lengths), the raw rows otherwise."""
-    rows = model.class_unembedding
+    rows = cast(Tensor, model.class_unembedding)
     if cfg.model.arch == "transformer" and cfg.model.unembed_resolved == "cosine":
         return F.normalize(rows, dim=-1)
     return rows
@@ -173,7 +202,7 @@ class _SplitStats:
 
 
 def _split_stats(
-    model: Transformer | MLP, x: Tensor, y: Tensor, hidden: list[Tensor] | None, loss: LossName,
+    model: nn.Module, x: Tensor, y: Tensor, hidden: list[Tensor] | None, loss: LossName,
     attn: list[Tensor] | None = None,
 ) -> _SplitStats:
     """The forward pass of each member on (x, y), collecting `hidden` and (Transformer)
@@ -185,7 +214,7 @@ def _split_stats(
 
 
 def _progress(
-    model: Transformer | MLP, train: _SplitStats, attn: list[Tensor] | None,
+    model: nn.Module, train: _SplitStats, attn: list[Tensor] | None,
     layer: dict[str, Tensor],
 ) -> dict[str, Tensor]:
     """The progress measures (sweepgrok.train.progress_measures) on the training split: the
@@ -230,11 +259,12 @@ def _layer_weight_norm(model: Transformer | MLP) -> Tensor:
     return torch.stack([progress.weight_norm(params) for params in layers], 1)
 
 
-def _geomdr_eval(hidden: list[Tensor], cfg: GeomDRConfig) -> Tensor:
+def _geomdr_eval(hidden: list[Tensor], cfg: GeomDRConfig, like: Tensor) -> Tensor:
     """The GeomDR loss (of kind geomdr.penalty, the one trained on) on the whole training set:
-    (E,), NaN when GeomDR is off or the member's last representation is not finite."""
-    if not cfg.enabled:
-        return torch.full_like(hidden[0][:, 0, 0], math.nan)
+    (E,), NaN (shaped and typed as `like`, (E,)) when GeomDR is off or the member's last
+    representation is not finite."""
+    if not cfg.enabled or not hidden:
+        return torch.full_like(like, math.nan)
     return torch.where(member_finite(hidden[-1]), geomdr_loss(hidden, cfg), math.nan)
 
 

@@ -43,9 +43,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from sweepgrok.config.plugins import BUILTIN_ARCHS, check_model
 from sweepgrok.config.trial import Config, ModelConfig, NormName
 
-N_POS = 3  # [a, b, =]
+N_POS = 3  # [a, b, =]: the positions of a binary operation's input (seq_len 2, then =)
 
 
 class _Init:
@@ -319,14 +320,16 @@ class Unembed(nn.Module):
 
 
 class Transformer(nn.Module):
-    """Paper-1 Transformer over E members. forward(x (E, N, 3)) -> logits (E, N, C)."""
+    """Paper-1 Transformer over E members. forward(x (E, N, S)) -> logits (E, N, C), S =
+    seq_len + 1 positions (3 for [a, b, =])."""
 
-    def __init__(self, cfg: ModelConfig, n_tokens: int, n_classes: int, seeds: Sequence[int]):
+    def __init__(self, cfg: ModelConfig, n_tokens: int, n_classes: int, seeds: Sequence[int],
+                 seq_len: int = N_POS - 1):
         super().__init__()
         inits = [_Init(s) for s in seeds]
         d, e = cfg.d_model, len(inits)
         self.w_e = _stack([i.normal((n_tokens + 1, d)) for i in inits])
-        self.w_pos = _stack([i.normal((N_POS, d)) for i in inits])
+        self.w_pos = _stack([i.normal((seq_len + 1, d)) for i in inits])
         self.norm_embed = Norm(cfg.norm, e, d, cfg.norm_eps)
         self.blocks = nn.ModuleList([Block(cfg, inits) for _ in range(cfg.n_layers)])
         self.unembed = Unembed(cfg.unembed_resolved, cfg.temperature, inits, d, n_classes)
@@ -341,10 +344,10 @@ class Transformer(nn.Module):
         self, x: Tensor, *, hidden: list[Tensor] | None = None, fast: bool = True,
         attn: list[Tensor] | None = None,
     ) -> Tensor:
-        """x (E, N, 3) int64 -> logits (E, N, C). If `hidden` is a list, the residual stream
+        """x (E, N, S) int64 -> logits (E, N, C). If `hidden` is a list, the residual stream
         at the readout position after each block, (E, N, d), is appended to it; if `attn` is
-        one, each block's attention weights of the readout position over the 3 positions,
-        (E, N, H, 3). fast=False runs every position through every block (the plain
+        one, each block's attention weights of the readout position over the S positions,
+        (E, N, H, S). fast=False runs every position through every block (the plain
         reference)."""
         e = x.shape[0]
         last = len(self.blocks) - 1
@@ -353,7 +356,7 @@ class Transformer(nn.Module):
             # (E, S, V, d) -> (E, R, d): the normed embedding of every (position, token).
             table = self.norm_embed(self.w_e.unsqueeze(1) + self.w_pos.unsqueeze(2))
             table = table.reshape(e, -1, table.shape[-1])
-            pos = torch.arange(0, N_POS * vocab, vocab, device=x.device)
+            pos = torch.arange(0, x.shape[2] * vocab, vocab, device=x.device)
             first = cast(Block, self.blocks[0])
             h = first.forward_table(table, x + pos, last_only=last == 0, attn=attn)
         else:
@@ -375,15 +378,17 @@ class Transformer(nn.Module):
 
 
 class MLP(nn.Module):
-    """Paper-2 MLP over E members: embed a and b (shared table), concatenate, n_layers hidden
-    ReLU layers of width d_mlp (with biases), linear readout with bias."""
+    """Paper-2 MLP over E members: embed the seq_len input tokens (a and b; shared table),
+    concatenate, n_layers hidden ReLU layers of width d_mlp (with biases), linear readout with
+    bias."""
 
-    def __init__(self, cfg: ModelConfig, n_tokens: int, n_classes: int, seeds: Sequence[int]):
+    def __init__(self, cfg: ModelConfig, n_tokens: int, n_classes: int, seeds: Sequence[int],
+                 seq_len: int = N_POS - 1):
         super().__init__()
         inits = [_Init(s) for s in seeds]
         d, m = cfg.d_model, cfg.d_mlp
         self.w_e = _stack([i.normal((n_tokens, d)) for i in inits])
-        widths = [2 * d] + [m] * cfg.n_layers
+        widths = [seq_len * d] + [m] * cfg.n_layers
         pairs = list(itertools.pairwise(widths))  # (fan_in, fan_out) of each hidden layer
         self.weights = nn.ParameterList(
             [_stack([i.uniform((a, b), a) for i in inits]) for a, b in pairs]
@@ -402,19 +407,23 @@ class MLP(nn.Module):
     def forward(
         self, x: Tensor, *, hidden: list[Tensor] | None = None, fast: bool = True
     ) -> Tensor:
-        """x (E, N, 3) int64 (the = token is ignored) -> logits (E, N, C); `hidden` collects
-        every hidden layer's post-ReLU activations (E, N, d_mlp).
-        fast=True computes the first layer from two (V, d_mlp) tables (exact, see module doc);
-        fast=False concatenates the embeddings and runs the (N, 2d) @ (2d, d_mlp) GEMM."""
+        """x (E, N, L + 1) int64 (the = token is ignored) -> logits (E, N, C); `hidden`
+        collects every hidden layer's post-ReLU activations (E, N, d_mlp).
+        fast=True computes the first layer from L (V, d_mlp) tables (exact, see module doc);
+        fast=False concatenates the embeddings and runs the (N, Ld) @ (Ld, d_mlp) GEMM."""
         e, n = x.shape[:2]
         w1, b1 = self.weights[0], self.biases[0]
         if fast:
             d = self.w_e.shape[-1]
-            top, bot = bmm(self.w_e, w1[:, :d]), bmm(self.w_e, w1[:, d:])  # (E, V, d_mlp)
-            pre = gather_rows(top, x[:, :, 0]) + gather_rows(bot, x[:, :, 1]) + _bias(b1, top)
+            # Position s's slice of the first layer as a (E, V, d_mlp) table.
+            tables = [bmm(self.w_e, w1[:, s * d : (s + 1) * d]) for s in range(x.shape[2] - 1)]
+            pre = gather_rows(tables[0], x[:, :, 0])
+            for s in range(1, len(tables)):
+                pre = pre + gather_rows(tables[s], x[:, :, s])
+            pre = pre + _bias(b1, tables[0])
         else:
             rows = torch.arange(e, device=x.device).view(e, 1, 1)
-            emb = self.w_e[rows, x[:, :, :2]].reshape(e, n, -1)  # (E, N, 2d)
+            emb = self.w_e[rows, x[:, :, :-1]].reshape(e, n, -1)  # (E, N, Ld)
             pre = bmm(emb, w1) + _bias(b1, emb)
         h = pre.relu_()  # (E, N, d_mlp); in place on a fresh sum
         if hidden is not None:
@@ -431,11 +440,19 @@ class MLP(nn.Module):
         return self.w_u.transpose(1, 2)
 
 
-def build_model(cfg: Config, seeds: Sequence[int] | None = None) -> Transformer | MLP:
-    """The model of `cfg` with one member per seed (default: cfg.train.seed_list)."""
+ARCHS: dict[str, type[Transformer] | type[MLP]] = {"transformer": Transformer, "mlp": MLP}
+"""The built-in model.arch names (sweepgrok.config.plugins.BUILTIN_ARCHS) -> their class."""
+assert tuple(ARCHS) == BUILTIN_ARCHS
+
+
+def build_model(cfg: Config, seeds: Sequence[int] | None = None) -> nn.Module:
+    """The model of `cfg` with one member per seed (default: cfg.train.seed_list): a built-in,
+    or the plugin factory that model.arch names, called the same way (docs/extending.md)."""
     seeds = list(seeds) if seeds is not None else cfg.train.seed_list
-    cls = Transformer if cfg.model.arch == "transformer" else MLP
-    return cls(cfg.model, cfg.task.n_tokens, cfg.task.n_classes, seeds)
+    factory = check_model(cfg.model.arch) or ARCHS[cfg.model.arch]
+    model: nn.Module = factory(cfg.model, cfg.task.n_tokens, cfg.task.n_classes, seeds,
+                               seq_len=cfg.task.seq_len)
+    return model
 
 
 def is_decayed(name: str) -> bool:

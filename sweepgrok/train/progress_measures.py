@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from sweepgrok.train.models import MLP, Block, Transformer
 
@@ -40,24 +40,27 @@ def weight_norm(params: Iterable[Tensor]) -> Tensor:
     return torch.stack([p.pow(2).flatten(1).sum(1) for p in params]).sum(0).sqrt()
 
 
-def group_weight_norms(model: Transformer | MLP) -> dict[str, Tensor]:
+def group_weight_norms(model: nn.Module) -> dict[str, Tensor]:
     """The whole-model groups, (E,) each: ``weight_norm_embed`` (the token embedding W_E, the
     ``=`` row included), ``weight_norm_unembed`` (the unembedding W_U; the MLP's readout bias
     too) and, Transformer only, ``weight_norm_pos`` (the positional embedding). The
-    Transformer's embedding norm (layernorm/rmsnorm gain and bias) is in no group."""
+    Transformer's embedding norm (layernorm/rmsnorm gain and bias) is in no group. None for
+    a plugin model, whose parameter groups sweepgrok does not know."""
     if isinstance(model, Transformer):
         return {
             "weight_norm_embed": weight_norm([model.w_e]),
             "weight_norm_pos": weight_norm([model.w_pos]),
             "weight_norm_unembed": weight_norm([model.unembed.w_u]),
         }
+    if not isinstance(model, MLP):
+        return {}
     return {
         "weight_norm_embed": weight_norm([model.w_e]),
         "weight_norm_unembed": weight_norm([model.w_u, model.b_u]),
     }
 
 
-def layer_group_weight_norms(model: Transformer | MLP) -> dict[str, Tensor]:
+def layer_group_weight_norms(model: nn.Module) -> dict[str, Tensor]:
     """Per Transformer block, the norms of LAYER_GROUPS, (E, L) each; none for the MLP, whose
     hidden layer is one weight and bias (geometry/'s ``weight_norm``)."""
     if not isinstance(model, Transformer):

@@ -15,6 +15,7 @@ follows exactly the trajectory it would alone.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import pickle
@@ -38,7 +39,9 @@ from sweepgrok.train.ensemble import take
 from sweepgrok.train.events import RunTracker, end_status, run_row
 from sweepgrok.train.geomdr import WarmSubspaces, geomdr_lambda, geomdr_loss
 from sweepgrok.train.graphstep import GraphedStep, uses_graph
-from sweepgrok.train.models import build_model, is_decayed
+from sweepgrok.train.models import ARCHS, build_model, is_decayed
+
+log = logging.getLogger(__name__)
 
 CHECKPOINT_FILE = "trainer.pt"
 CHECKPOINT_VERSION = 1
@@ -127,6 +130,9 @@ class Trainer:
         self.extra = {"sweep": sweep, **provenance(str(self.device)), **(run_extra or {})}
         self._load_data()
         self.model = build_model(cfg, self.seeds).to(self.device)
+        self._check_plugin_model()
+        for what in evaluation.not_measured(self.model, cfg):
+            log.info("not measured: %s", what)
         self.opt = self._optimizer()
         self.grad_filter = GradFilter(cfg.grokfast)
         self.warm = WarmSubspaces() if cfg.geomdr.solver == "subspace" else None
@@ -147,6 +153,31 @@ class Trainer:
         self._stops: set[str] = set()
 
     # ---- set-up -------------------------------------------------------------------------
+
+    def _check_plugin_model(self) -> None:
+        """A plugin model's forward on two training rows: logits (E, N, n_classes), and hidden
+        representations where GeomDR or geometry reads them (a plugin's mistake, named before
+        training rather than as a shape error deep in a step)."""
+        if self.cfg.model.arch in ARCHS:
+            return
+        hidden: list[Tensor] = []
+        with torch.no_grad():
+            logits = self.model(self.train_x[:, :2], hidden=hidden)
+        want = (len(self.seeds), min(2, self.train_x.shape[1]), self.cfg.task.n_classes)
+        who = f"model.arch: plugin {self.cfg.model.arch!r}"
+        if not isinstance(logits, Tensor) or tuple(logits.shape) != want:
+            got = tuple(logits.shape) if isinstance(logits, Tensor) else type(logits).__name__
+            raise ValueError(f"{who}: forward must return logits (E, N, n_classes) = {want}, "
+                             f"got {got}")
+        bad = [tuple(h.shape) for h in hidden if h.dim() != 3 or h.shape[:2] != want[:2]]
+        if bad:
+            raise ValueError(f"{who}: hidden representations must be (E, N, d), got {bad}")
+        if not hidden and self.cfg.geomdr.enabled:
+            raise ValueError(f"{who}: geomdr.enabled needs hidden representations, and its "
+                             "forward appends none to `hidden` (docs/extending.md)")
+        if not hidden and self.cfg.geometry.enabled:
+            log.info("not measured: geometry (deff, rho, ...): the model gives no hidden "
+                     "representations")
 
     def _generator(self, seed: int, stream: int) -> torch.Generator:
         return torch.Generator(device=self.device).manual_seed(_stream_seed(seed, stream))

@@ -3,7 +3,15 @@
 import pytest
 import torch
 
-from sweepgrok.config.tasks import TASKS, Task, make_split, operation_table, s5_compose, s5_elements
+from sweepgrok.config.tasks import (
+    TASKS,
+    Task,
+    make_split,
+    operation_table,
+    parity_relevant_bits,
+    s5_compose,
+    s5_elements,
+)
 from sweepgrok.config.trial import ConfigError, from_flat
 
 
@@ -61,12 +69,14 @@ def test_additive_tasks_answer_every_value_equally_often(name):
 
 def test_registry_drives_config_and_tables():
     power = ["div_odd_sub", "sum_sq", "quad", "quad_x", "cube_xy", "cube_xy2_y"]
-    assert list(TASKS) == ["add", "sub", "mul", "div", "s5", *power, "s5_conj", "s5_xyx"]
+    assert list(TASKS) == ["add", "sub", "mul", "div", "s5", *power, "s5_conj", "s5_xyx",
+                           "sparse_parity"]
     assert from_flat({"task.name": "s5", "task.p": 7}).task.n_tokens == 120
     assert from_flat({"task.name": "s5_conj", "task.p": 7}).task.n_tokens == 120
     assert from_flat({"task.name": "mul", "task.p": 7}).task.n_tokens == 7
     assert [n for n, t in TASKS.items() if t.needs_prime] == ["div", "div_odd_sub"]
-    assert [n for n, t in TASKS.items() if not t.cyclic] == ["s5", "s5_conj", "s5_xyx"]
+    assert [n for n, t in TASKS.items() if not t.cyclic] == ["s5", "s5_conj", "s5_xyx",
+                                                             "sparse_parity"]
     assert [n for n, t in TASKS.items() if t.additive] == ["add", "sub"]
     with pytest.raises(ConfigError, match=r"task\.name: must be one of add, sub, mul, div, s5, "):
         from_flat({"task.name": "pow"})
@@ -76,7 +86,8 @@ def test_registry_drives_config_and_tables():
 
 def test_a_new_task_is_one_registry_entry(monkeypatch):
     """Config validation, the vocabulary and the split all read the task's TASKS entry."""
-    task = Task(lambda p: operation_table("sub", p), n_tokens=lambda p: p + 1, needs_prime=True)
+    task = Task(lambda c: operation_table("sub", c.p), n_tokens=lambda c: c.p + 1,
+                needs_prime=True)
     monkeypatch.setitem(TASKS, "add", task)
     cfg = from_flat({"task.name": "add", "task.p": 7}).task
     assert cfg.spec is task and cfg.n_tokens == 8
@@ -119,3 +130,59 @@ def test_s5_words_by_hand():
     swaps = {e for e in elems if sum(a != b for a, b in zip(e, range(5), strict=True)) == 2}
     assert all(elems[c] in swaps for (a, b), c in conj.items() if elems[b] in swaps)
     assert len(conj) == 120 * 120
+
+
+PARITY = {"task.name": "sparse_parity", "geometry.enabled": False}
+"""Sparse parity's keys beside the tiny sizes of each test (geometry off: a few points)."""
+
+
+def _parity(**keys):
+    return from_flat({**PARITY, **{f"task.{k}": v for k, v in keys.items()}}).task
+
+
+def test_sparse_parity_table_by_hand():
+    """n = 3 bits, k = 2, all 8 inputs: data_seed 0 draws bits 0 and 2 (pinned: a change of
+    the seeded choice changes every parity trial), the label is x0 xor x2."""
+    cfg = _parity(bits=3, relevant_bits=2, samples=8, train_fraction=0.5)
+    assert parity_relevant_bits(cfg) == [0, 2]
+    x, y = cfg.spec.table(cfg)
+    table = {tuple(r): int(c) for r, c in zip(x.tolist(), y, strict=True)}
+    assert table == {
+        (0, 0, 0): 0, (0, 0, 1): 1, (0, 1, 0): 0, (0, 1, 1): 1,
+        (1, 0, 0): 1, (1, 0, 1): 0, (1, 1, 0): 1, (1, 1, 1): 0,
+    }
+    assert (cfg.n_tokens, cfg.n_classes, cfg.seq_len, cfg.size) == (2, 2, 3, 8)
+    assert parity_relevant_bits(_parity(bits=3, relevant_bits=2, samples=8, data_seed=1,
+                                        train_fraction=0.5)) == [1, 2]
+    split = make_split(cfg, 0)
+    assert split.train_x.shape == (4, 4) and (split.train_x[:, 3] == 2).all()  # '=' is 2
+    both = split.train_x[:, :3].tolist() + split.test_x[:, :3].tolist()
+    assert sorted(map(tuple, both)) == sorted(table)  # disjoint and complete
+
+
+@pytest.mark.parametrize("bits", [12, 30])  # an enumeration below 2^20 inputs, draws above
+def test_sparse_parity_sample_is_distinct_seeded_and_labelled(bits):
+    cfg = _parity(bits=bits, relevant_bits=3, samples=500)
+    x, y = cfg.spec.table(cfg)
+    assert x.shape == (500, bits) and x.dtype == torch.int64 and set(x.unique().tolist()) <= {0, 1}
+    assert len({tuple(r) for r in x.tolist()}) == 500
+    assert torch.equal(y, x[:, parity_relevant_bits(cfg)].sum(1) % 2)
+    again = cfg.spec.table(cfg)[0]
+    other = _parity(bits=bits, relevant_bits=3, samples=500, data_seed=1)
+    assert torch.equal(x, again) and not torch.equal(x, other.spec.table(other)[0])
+
+
+def test_sparse_parity_refuses_what_it_cannot_draw():
+    with pytest.raises(ConfigError, match=r"task\.relevant_bits \(5\) must be at most task\.bits"):
+        _parity(bits=4, relevant_bits=5, samples=8)
+    with pytest.raises(ConfigError, match=r"task\.samples \(9\) must be at most 2\^task\.bits = 8"):
+        _parity(bits=3, relevant_bits=2, samples=9)
+
+
+def test_a_plugin_table_that_breaks_its_own_declaration_is_named():
+    task = Task(lambda c: (torch.zeros(4, 2, dtype=torch.int64), torch.zeros(4).long()),
+                size=lambda c: 5)
+    cfg = _parity(bits=3, relevant_bits=2, samples=8, train_fraction=0.5)
+    with pytest.raises(ValueError, match=r"task sparse_parity: its table does not match it: "
+                       r"inputs must be \(size, seq_len\) = \(5, 2\)"):
+        make_split(type("C", (), {"spec": task, "name": cfg.name, "p": 7})(), 0)

@@ -91,7 +91,8 @@ def test_a_new_key_set_to_another_value_changes_the_id(new: dict[str, Any]) -> N
     assert len(ids) == 2
 
 
-LATER_CHANGE = {"model.norm_eps": 1e-8}
+LATER_CHANGE = {"model.norm_eps": 1e-8, "task.bits": 41, "task.relevant_bits": 2,
+                "task.samples": 999}
 """A non-default value of each number key added since 0.1.0 (a bool or a Literal gets one
 from its type)."""
 
@@ -114,7 +115,9 @@ def another_value(key: str) -> Any:
 
 def test_every_key_set_to_another_value_changes_the_id() -> None:
     default = config_hash(Config())
-    ids = {key: config_hash(from_flat({key: another_value(key)})) for key in all_keys()}
+    # The options take a value only with a plugin: tests/config/test_plugins.py checks them.
+    keys = [k for k in all_keys() if k not in ("task.options", "model.options")]
+    ids = {key: config_hash(from_flat({key: another_value(key)})) for key in keys}
     assert all(rid != default for rid in ids.values())
     assert len(set(ids.values())) == len(ids)
 
