@@ -30,6 +30,7 @@ import torch
 from sweepgrok.config.trial import TrainConfig, from_flat
 from sweepgrok.train import evaluation
 from sweepgrok.train import fourier_losses as fl
+from sweepgrok.train.models import Transformer
 from sweepgrok.train.process import configure_process
 from sweepgrok.train.trainer import Trainer
 
@@ -64,6 +65,7 @@ def variants(trainer: Trainer) -> dict[str, Callable[[], object]]:
             evaluation.fourier_losses_apply = real  # type: ignore[assignment]
 
     model = trainer.model
+    assert isinstance(model, Transformer)  # the Fourier losses are measured on the Transformer
     with torch.no_grad():
         train_logits, test_logits = model(trainer.train_x), model(trainer.test_x)
     loss = trainer.cfg.optim.loss
