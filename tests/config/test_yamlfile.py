@@ -147,7 +147,7 @@ def test_the_commands_say_where_a_mistyped_key_came_from(tmp_path: Path) -> None
     assert one_line_error(res.stderr) == (
         f"error: {trial}: unknown key 'model.d_modle' (did you mean 'model.d_model'?): allowed "
         "keys in 'model' are arch, n_layers, d_model, n_heads, d_mlp, norm, attention, "
-        "unembed, temperature, norm_eps"
+        "unembed, temperature, norm_eps, options"
     )
     trial.write_text("modle:\n  d_model: 64\n")
     assert "unknown key 'modle' (did you mean 'model'?)" in cli("validate", str(trial)).stderr

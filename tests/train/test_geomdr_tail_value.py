@@ -110,6 +110,6 @@ def test_the_evaluation_logs_a_finite_tail_per_member(monkeypatch: pytest.Monkey
         ),
     )
     cfg = GeomDRConfig(enabled=True, target_dim=K)
-    got = _geomdr_eval([layer0, layer1], cfg)
+    got = _geomdr_eval([layer0, layer1], cfg, torch.zeros(2))
     assert got.shape == (2,)
     assert got.tolist() == pytest.approx([28 * 0.01 / 300 + 28 / 300] * 2, rel=1e-3)
